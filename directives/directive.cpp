@@ -1,0 +1,88 @@
+#include "directives/directive.hpp"
+
+#include "signals/overloaded.hpp"
+
+#include <array>
+
+namespace troupe {
+
+namespace json = boost::json;
+
+json::value to_json(const llm_message& m) {
+  json::object o{{"role", m.role}, {"content", m.content}};
+  if (!m.tool_calls.empty()) {
+    json::array calls;
+    for (const auto& c : m.tool_calls) calls.push_back(to_json(c));
+    o["tool_calls"] = std::move(calls);
+  }
+  if (!m.tool_call_id.empty()) o["tool_call_id"] = m.tool_call_id;
+  if (!m.name.empty()) o["name"] = m.name;
+  return o;
+}
+
+json::value to_json(const tool_spec& t) {
+  return json::object{
+      {"name", t.name}, {"description", t.description}, {"parameters", t.parameters}};
+}
+
+namespace {
+
+constexpr std::array<std::string_view, std::variant_size_v<directive>> type_names{
+    "llm_stream", "tool_exec", "reply", "request_error", "cancel_call"};
+
+void put_fields(json::object& o, const llm_stream& d) {
+  o["call_id"] = d.call_id;
+  o["model"] = d.model;
+  json::array messages;
+  for (const auto& m : d.messages) messages.push_back(to_json(m));
+  o["messages"] = std::move(messages);
+  json::array tools;
+  if (d.tools)
+    for (const auto& t : *d.tools) tools.push_back(to_json(t));
+  o["tools"] = std::move(tools);
+  o["params"] = to_json(d.params);
+  o["request_id"] = d.request_id;
+  o["iteration"] = d.iteration;
+}
+
+void put_fields(json::object& o, const tool_exec& d) {
+  o["call_id"] = d.call_id;
+  o["tool_call_id"] = d.tool_call_id;
+  o["tool_name"] = d.tool_name;
+  o["arguments"] = d.arguments;
+  o["timeout_ms"] = d.timeout_ms;
+  o["request_id"] = d.request_id;
+  o["iteration"] = d.iteration;
+}
+
+void put_fields(json::object& o, const reply& d) {
+  o["request_id"] = d.request_id;
+  std::visit(overloaded{[&](const std::string& answer) { o["answer"] = answer; },
+                        [&](const error_info& e) { o["error"] = to_json(e); }},
+             d.outcome);
+  o["usage"] = to_json(d.usage);
+  o["iterations"] = d.iterations;
+}
+
+void put_fields(json::object& o, const request_error& d) {
+  o["request_id"] = d.request_id;
+  o["reason"] = d.reason;
+  o["message"] = d.message;
+}
+
+void put_fields(json::object& o, const cancel_call& d) {
+  o["call_id"] = d.call_id;
+  if (!d.tool_call_id.empty()) o["tool_call_id"] = d.tool_call_id;
+}
+
+}  // namespace
+
+std::string_view directive_type(const directive& d) { return type_names[d.index()]; }
+
+json::value to_json(const directive& d) {
+  json::object o{{"type", directive_type(d)}};
+  std::visit([&](const auto& x) { put_fields(o, x); }, d);
+  return o;
+}
+
+}  // namespace troupe

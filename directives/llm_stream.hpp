@@ -1,0 +1,23 @@
+#pragma once
+// "Stream this context to this model": one model call of a request.
+
+#include "directives/llm_message.hpp"
+#include "directives/tool_spec.hpp"
+#include "signals/generation_params.hpp"
+
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+struct llm_stream {
+  std::string call_id;
+  std::string model;
+  std::vector<llm_message> messages;
+  tool_set tools;  // may be null: no tools
+  generation_params params;
+  std::string request_id;
+  int iteration = 0;
+};
+
+}  // namespace troupe

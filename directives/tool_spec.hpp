@@ -1,0 +1,41 @@
+#pragma once
+// A tool as a model sees it: a name, what it does, and a JSON Schema for its
+// arguments.
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace troupe {
+
+struct tool_spec {
+  std::string name;
+  std::string description;
+  boost::json::object parameters;  // a JSON Schema object
+
+  friend bool operator==(const tool_spec&, const tool_spec&) = default;
+};
+
+// The tools of an agent, shared immutably between its configuration and every
+// llm_stream directive, so that a model call never deep-copies the schemas.
+using tool_set = std::shared_ptr<const std::vector<tool_spec>>;
+
+inline tool_set make_tool_set(std::vector<tool_spec> tools) {
+  return std::make_shared<const std::vector<tool_spec>>(std::move(tools));
+}
+
+// The spec with that name, or nullptr.
+inline const tool_spec* find_tool(const tool_set& tools, std::string_view name) {
+  if (!tools) return nullptr;
+  for (const auto& t : *tools)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+boost::json::value to_json(const tool_spec& t);
+
+}  // namespace troupe

@@ -1,0 +1,36 @@
+#pragma once
+// A user's question to an agent: starts a request on a thread.
+
+#include "signals/decode_error.hpp"
+#include "signals/generation_params.hpp"
+
+#include <boost/json/value.hpp>
+
+#include <optional>
+#include <string>
+
+namespace troupe {
+
+// Per-request settings that take precedence over the agent's configuration.
+struct query_overrides {
+  std::optional<std::string> model;
+  std::optional<std::string> system_prompt;
+  std::optional<int> max_iterations;
+  generation_params params;
+
+  friend bool operator==(const query_overrides&, const query_overrides&) = default;
+};
+
+boost::json::value to_json(const query_overrides& o);
+decoded<query_overrides> decode_query_overrides(const boost::json::value& v, std::string path);
+
+struct query {
+  std::string request_id;
+  std::string thread_id;  // empty: the agent's default thread
+  std::string text;
+  query_overrides overrides;
+
+  friend bool operator==(const query&, const query&) = default;
+};
+
+}  // namespace troupe

@@ -1,0 +1,160 @@
+#include "signals/signal.hpp"
+
+#include "signals/json_reader.hpp"
+#include "signals/overloaded.hpp"
+
+#include <array>
+
+namespace troupe {
+
+namespace json = boost::json;
+
+namespace {
+
+// Indexed like the alternatives of `signal`.
+constexpr std::array<std::string_view, std::variant_size_v<signal>> type_names{
+    "troupe.agent.query", "troupe.llm.delta", "troupe.llm.result", "troupe.tool.result",
+    "troupe.agent.cancel"};
+
+json::value data_of(const query& q) {
+  json::object o{{"request_id", q.request_id}, {"thread_id", q.thread_id}, {"text", q.text}};
+  if (auto ov = to_json(q.overrides); !ov.as_object().empty())
+    o["overrides"] = std::move(ov);
+  return o;
+}
+
+json::value data_of(const llm_delta& d) {
+  json::object o{{"call_id", d.call_id}, {"text", d.text}};
+  if (!d.thinking.empty()) o["thinking"] = d.thinking;
+  return o;
+}
+
+json::value data_of(const llm_result& r) {
+  json::object o{{"call_id", r.call_id}};
+  std::visit(overloaded{[&](const llm_completion& c) {
+                          o["text"] = c.text;
+                          if (!c.thinking.empty()) o["thinking"] = c.thinking;
+                          json::array calls;
+                          for (const auto& call : c.tool_calls) calls.push_back(to_json(call));
+                          o["tool_calls"] = std::move(calls);
+                          if (c.usage) o["usage"] = to_json(*c.usage);
+                          o["finish_reason"] = c.finish_reason;
+                        },
+                        [&](const error_info& e) { o["error"] = to_json(e); }},
+             r.outcome);
+  return o;
+}
+
+json::value data_of(const tool_result& r) {
+  json::object o{
+      {"call_id", r.call_id}, {"tool_call_id", r.tool_call_id}, {"tool_name", r.tool_name}};
+  put_tool_outcome(o, r.outcome);
+  return o;
+}
+
+json::value data_of(const cancel& c) {
+  return json::object{{"request_id", c.request_id}, {"reason", c.reason}};
+}
+
+// Required identifiers must be non-empty as well as present.
+std::string required_id(json_reader& r, std::string_view key) {
+  std::string s = r.string(key);
+  if (r.ok() && s.empty()) r.fail(key, "must not be empty");
+  return s;
+}
+
+decoded<signal> decode_query(json_reader& r) {
+  query q;
+  q.request_id = required_id(r, "request_id");
+  q.thread_id = r.optional_string("thread_id").value_or("");
+  q.text = r.string("text");
+  if (const json::value* ov = r.optional_value("overrides")) {
+    auto overrides = decode_query_overrides(*ov, r.field_path("overrides"));
+    if (overrides) q.overrides = std::move(*overrides);
+    else r.fail(overrides.error());
+  }
+  if (!r.ok()) return r.error();
+  return signal{std::move(q)};
+}
+
+decoded<signal> decode_delta(json_reader& r) {
+  llm_delta d;
+  d.call_id = required_id(r, "call_id");
+  d.text = r.optional_string("text").value_or("");
+  d.thinking = r.optional_string("thinking").value_or("");
+  if (!r.ok()) return r.error();
+  return signal{std::move(d)};
+}
+
+decoded<signal> decode_llm_result(json_reader& r) {
+  llm_result res;
+  res.call_id = required_id(r, "call_id");
+  if (const json::value* e = r.optional_value("error")) {
+    auto err = decode_error_info(*e, r.field_path("error"));
+    if (!err) return err.error();
+    res.outcome = *err;
+  } else {
+    llm_completion c;
+    c.text = r.optional_string("text").value_or("");
+    c.thinking = r.optional_string("thinking").value_or("");
+    c.finish_reason = r.optional_string("finish_reason").value_or("");
+    if (auto calls = r.optional_array("tool_calls")) {
+      for (std::size_t i = 0; i < calls->size() && r.ok(); ++i) {
+        auto call = decode_tool_call((*calls)[i], element_path(r.field_path("tool_calls"), i));
+        if (call) c.tool_calls.push_back(std::move(*call));
+        else r.fail(call.error());
+      }
+    }
+    if (const json::value* u = r.optional_value("usage")) {
+      auto parsed = decode_usage(*u, r.field_path("usage"));
+      if (parsed) c.usage = *parsed;
+      else r.fail(parsed.error());
+    }
+    res.outcome = std::move(c);
+  }
+  if (!r.ok()) return r.error();
+  return signal{std::move(res)};
+}
+
+decoded<signal> decode_tool_result(json_reader& r) {
+  tool_result res;
+  res.call_id = required_id(r, "call_id");
+  res.tool_call_id = required_id(r, "tool_call_id");
+  res.tool_name = r.string("tool_name");
+  if (!r.ok()) return r.error();
+  auto outcome = decode_tool_outcome(*r.source(), r.path());
+  if (!outcome) return outcome.error();
+  res.outcome = std::move(*outcome);
+  return signal{std::move(res)};
+}
+
+decoded<signal> decode_cancel(json_reader& r) {
+  cancel c;
+  c.request_id = required_id(r, "request_id");
+  c.reason = r.optional_string("reason").value_or("");
+  if (!r.ok()) return r.error();
+  return signal{std::move(c)};
+}
+
+}  // namespace
+
+std::string_view signal_type(const signal& s) { return type_names[s.index()]; }
+
+json::value signal_data(const signal& s) {
+  return std::visit([](const auto& x) { return data_of(x); }, s);
+}
+
+decoded<signal> decode_signal(std::string_view type, const json::value& data, std::string path) {
+  using decoder = decoded<signal> (*)(json_reader&);
+  constexpr std::array<decoder, std::variant_size_v<signal>> decoders{
+      decode_query, decode_delta, decode_llm_result, decode_tool_result, decode_cancel};
+  for (std::size_t i = 0; i < type_names.size(); ++i) {
+    if (type_names[i] != type) continue;
+    json_reader r(data, std::move(path));
+    if (!r.ok()) return r.error();
+    return decoders[i](r);
+  }
+  return decode_error{"type", "unknown signal type \"" + std::string(type) + "\""};
+}
+
+}  // namespace troupe

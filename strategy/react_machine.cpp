@@ -1,0 +1,250 @@
+#include "strategy/react_machine.hpp"
+
+#include "signals/overloaded.hpp"
+#include "strategy/projection.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace troupe {
+
+namespace json = boost::json;
+
+namespace {
+
+// One step of the machine: reads the inputs, accumulates the state, the
+// entries and the directives, and hands them back as a step_result.
+class stepper {
+ public:
+  stepper(const react_config& config, react_state state, const thread_view& thread,
+          std::int64_t now_ms, id_source& ids)
+      : config_(config), state_(std::move(state)), thread_(thread), now_ms_(now_ms), ids_(ids) {}
+
+  step_result run(const signal& input) && {
+    std::visit([this](const auto& s) { on(s); }, input);
+    return {std::move(state_), std::move(entries_), std::move(directives_)};
+  }
+
+ private:
+  void on(const query& q) {
+    if (state_.busy()) {
+      directives_.push_back(request_error{
+          q.request_id, error_type::busy,
+          "the thread is busy with request " + state_.request_id + " (" +
+              std::string(to_string(state_.status)) + ")"});
+      return;
+    }
+    if (q.request_id.empty() ||
+        std::all_of(q.text.begin(), q.text.end(), [](unsigned char c) { return std::isspace(c); })) {
+      directives_.push_back(request_error{
+          q.request_id, error_type::invalid_query,
+          q.request_id.empty() ? "a query needs a request_id" : "the question is empty"});
+      return;
+    }
+    state_.request_id = q.request_id;
+    state_.overrides = q.overrides;
+    state_.request_started_at = now_ms_;
+    state_.iteration = 1;
+    state_.request_usage = {};
+    state_.error.reset();
+    state_.tool_calls.clear();
+    commit(entry_kind::message, {{"role", "user"}, {"content", q.text}}, refs());
+    start_llm_call();
+  }
+
+  void on(const llm_delta& d) {
+    if (state_.status != react_status::awaiting_llm || d.call_id != state_.call_id) return;
+    state_.streamed_text += d.text;
+    state_.streamed_thinking += d.thinking;
+  }
+
+  void on(const llm_result& r) {
+    if (state_.status != react_status::awaiting_llm || r.call_id != state_.call_id) return;
+    std::visit(overloaded{[&](const llm_completion& c) { on_completion(c); },
+                          [&](const error_info& e) { end_with_error(e); }},
+               r.outcome);
+  }
+
+  void on(const tool_result& r) {
+    if (state_.status != react_status::awaiting_tools || r.call_id != state_.call_id) return;
+    auto pending = std::find_if(state_.tool_calls.begin(), state_.tool_calls.end(),
+                                [&](const pending_tool_call& p) {
+                                  return p.call.id == r.tool_call_id && !p.outcome;
+                                });
+    if (pending == state_.tool_calls.end()) return;  // unknown, or already answered
+    pending->outcome = r.outcome;
+    finish_tools_if_done();
+  }
+
+  void on(const cancel& c) {
+    if (!state_.busy() || c.request_id != state_.request_id) return;
+    if (state_.status == react_status::awaiting_llm) {
+      directives_.push_back(cancel_call{state_.call_id, {}});
+    } else {
+      // The model call is over; its tools are what still runs.
+      for (pending_tool_call& p : state_.tool_calls) {
+        if (p.outcome) continue;
+        directives_.push_back(cancel_call{state_.call_id, p.call.id});
+        p.outcome = error_info{error_type::interrupted,
+                               "the request was cancelled before the tool finished", {}, 0, {}};
+      }
+      commit_tool_results();
+    }
+    end_with_error(error_info{error_type::cancelled,
+                              c.reason.empty() ? "the request was cancelled" : c.reason, {}, 0, {}});
+  }
+
+  void on_completion(const llm_completion& c) {
+    if (c.usage) {
+      state_.request_usage += *c.usage;
+      state_.thread_usage += *c.usage;
+    }
+    const std::string& text = c.text.empty() ? state_.streamed_text : c.text;
+    const std::string& thinking = c.thinking.empty() ? state_.streamed_thinking : c.thinking;
+    if (c.tool_calls.empty()) {
+      json::object payload{{"role", "assistant"}, {"content", text}};
+      if (!thinking.empty()) payload["thinking"] = thinking;
+      if (!c.finish_reason.empty()) payload["finish_reason"] = c.finish_reason;
+      commit(entry_kind::message, std::move(payload), refs(state_.call_id));
+      directives_.push_back(
+          reply{state_.request_id, text, state_.request_usage, state_.iteration});
+      state_.status = react_status::completed;
+      clear_stream();
+      return;
+    }
+    if (!text.empty() || !thinking.empty()) {
+      json::object payload{{"role", "assistant"}, {"content", text}};
+      if (!thinking.empty()) payload["thinking"] = thinking;
+      commit(entry_kind::message, std::move(payload), refs(state_.call_id));
+    }
+    clear_stream();
+    dispatch_tools(c.tool_calls);
+  }
+
+  void dispatch_tools(const std::vector<tool_call>& calls) {
+    state_.status = react_status::awaiting_tools;
+    state_.tool_calls.clear();
+    for (const tool_call& requested : calls) {
+      pending_tool_call p{requested, std::nullopt};
+      // Results are matched by id, so every call of the turn needs its own.
+      const bool taken = std::any_of(state_.tool_calls.begin(), state_.tool_calls.end(),
+                                     [&](const auto& q) { return q.call.id == p.call.id; });
+      if (p.call.id.empty() || taken) p.call.id = ids_.next("toolcall");
+
+      json::object payload{{"name", p.call.name}, {"arguments", p.call.arguments}};
+      if (p.call.invalid_arguments) payload["invalid_arguments"] = *p.call.invalid_arguments;
+      commit(entry_kind::tool_call, std::move(payload), refs(state_.call_id, p.call.id));
+
+      if (!find_tool(config_.tools, p.call.name)) {
+        p.outcome = error_info{error_type::unknown_tool, unknown_tool_message(p.call.name), {}, 0, {}};
+      } else if (p.call.invalid_arguments) {
+        p.outcome = error_info{error_type::invalid_arguments,
+                               "the arguments are not a JSON object: " + *p.call.invalid_arguments,
+                               {}, 0, {}};
+      } else {
+        directives_.push_back(tool_exec{state_.call_id, p.call.id, p.call.name, p.call.arguments,
+                                        config_.tool_timeout_ms, state_.request_id,
+                                        state_.iteration});
+      }
+      state_.tool_calls.push_back(std::move(p));
+    }
+    finish_tools_if_done();
+  }
+
+  void finish_tools_if_done() {
+    if (std::any_of(state_.tool_calls.begin(), state_.tool_calls.end(),
+                    [](const pending_tool_call& p) { return !p.outcome; }))
+      return;
+    commit_tool_results();
+    if (state_.iteration >= max_iterations()) {
+      end_with_error(error_info{error_type::max_iterations,
+                                "stopped after " + std::to_string(state_.iteration) +
+                                    " iterations without a final answer",
+                                {}, 0, {}});
+      return;
+    }
+    ++state_.iteration;
+    start_llm_call();
+  }
+
+  // Results go to the thread in the order the model asked for the calls,
+  // whatever order they finished in.
+  void commit_tool_results() {
+    for (const pending_tool_call& p : state_.tool_calls) {
+      json::object payload{{"name", p.call.name}};
+      put_tool_outcome(payload, *p.outcome);
+      commit(entry_kind::tool_result, std::move(payload), refs(state_.call_id, p.call.id));
+    }
+    state_.tool_calls.clear();
+  }
+
+  void start_llm_call() {
+    state_.status = react_status::awaiting_llm;
+    state_.call_id = ids_.next("call");
+    clear_stream();
+    directives_.push_back(llm_stream{
+        state_.call_id, state_.overrides.model.value_or(config_.model),
+        project_messages(state_.overrides.system_prompt.value_or(config_.system_prompt), thread_,
+                         entries_),
+        config_.tools, generation_params::overlay(config_.params, state_.overrides.params),
+        state_.request_id, state_.iteration});
+  }
+
+  void end_with_error(error_info e) {
+    json::object payload = to_json(e).as_object();
+    commit(entry_kind::error, std::move(payload), refs(state_.call_id));
+    directives_.push_back(reply{state_.request_id, e, state_.request_usage, state_.iteration});
+    state_.status = react_status::error;
+    state_.error = std::move(e);
+    state_.tool_calls.clear();
+    clear_stream();
+  }
+
+  void commit(std::string_view kind, json::object payload, json::object refs) {
+    entries_.push_back(entry_draft{std::string(kind), std::move(payload), std::move(refs)});
+  }
+
+  json::object refs(std::string_view call_id = {}, std::string_view tool_call_id = {}) const {
+    json::object r{{"request_id", state_.request_id}, {"iteration", state_.iteration}};
+    if (!call_id.empty()) r["call_id"] = call_id;
+    if (!tool_call_id.empty()) r["tool_call_id"] = tool_call_id;
+    return r;
+  }
+
+  void clear_stream() {
+    state_.streamed_text.clear();
+    state_.streamed_thinking.clear();
+  }
+
+  int max_iterations() const {
+    return std::max(1, state_.overrides.max_iterations.value_or(config_.max_iterations));
+  }
+
+  std::string unknown_tool_message(const std::string& name) const {
+    std::string m = "there is no tool named \"" + name + "\"";
+    if (config_.tools && !config_.tools->empty()) {
+      m += "; the available tools are:";
+      for (const auto& t : *config_.tools) m += " " + t.name;
+    } else {
+      m += "; no tools are available";
+    }
+    return m;
+  }
+
+  const react_config& config_;
+  react_state state_;
+  const thread_view& thread_;
+  const std::int64_t now_ms_;
+  id_source& ids_;
+  std::vector<entry_draft> entries_;
+  std::vector<directive> directives_;
+};
+
+}  // namespace
+
+step_result step(const react_config& config, react_state state, const thread_view& thread,
+                 const signal& input, std::int64_t now_ms, id_source& ids) {
+  return stepper(config, std::move(state), thread, now_ms, ids).run(input);
+}
+
+}  // namespace troupe

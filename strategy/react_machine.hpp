@@ -1,0 +1,33 @@
+#pragma once
+// The ReAct strategy as a pure function. Given the agent's configuration, the
+// machine state of a thread, the thread as committed so far and one signal,
+// step() returns the next state, the entries to commit to the thread, and the
+// directives for the runtime to execute — in that order of business: the
+// caller commits the entries before it lets any directive out.
+//
+// No clock, no randomness, no I/O: the time and the id source are inputs, so
+// the same inputs give the same outputs and a thread can be replayed.
+
+#include "directives/directive.hpp"
+#include "signals/signal.hpp"
+#include "strategy/entry.hpp"
+#include "strategy/id_source.hpp"
+#include "strategy/react_config.hpp"
+#include "strategy/react_state.hpp"
+#include "strategy/thread.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace troupe {
+
+struct step_result {
+  react_state state;
+  std::vector<entry_draft> entries;
+  std::vector<directive> directives;
+};
+
+step_result step(const react_config& config, react_state state, const thread_view& thread,
+                 const signal& input, std::int64_t now_ms, id_source& ids);
+
+}  // namespace troupe

@@ -1,0 +1,65 @@
+#pragma once
+// The ReAct machine's state for one thread: a plain value, built and compared
+// in tests without any runtime, and serialisable so an agent can be traced or
+// moved.
+
+#include "signals/decode_error.hpp"
+#include "signals/error_info.hpp"
+#include "signals/query.hpp"
+#include "signals/tool_call.hpp"
+#include "signals/tool_result.hpp"
+#include "signals/token_usage.hpp"
+
+#include <boost/json/value.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace troupe {
+
+//   idle → awaiting_llm ⇄ awaiting_tools → completed | error
+// and a new query from completed or error continues the same thread.
+enum class react_status { idle, awaiting_llm, awaiting_tools, completed, error };
+
+std::string_view to_string(react_status s);
+std::optional<react_status> parse_react_status(std::string_view s);
+
+// A tool call of the current iteration and, once it arrived, its outcome.
+struct pending_tool_call {
+  tool_call call;
+  std::optional<tool_outcome> outcome;
+
+  friend bool operator==(const pending_tool_call&, const pending_tool_call&) = default;
+};
+
+struct react_state {
+  react_status status = react_status::idle;
+
+  // The current (or last) request.
+  std::string request_id;
+  query_overrides overrides;
+  std::int64_t request_started_at = 0;
+  int iteration = 0;
+  std::string call_id;  // the model call in flight, or the last one
+  std::string streamed_text;      // deltas of the current call, not committed
+  std::string streamed_thinking;
+  std::vector<pending_tool_call> tool_calls;  // of the current iteration, in call order
+  std::optional<error_info> error;            // why the last request failed
+
+  token_usage request_usage;
+  token_usage thread_usage;  // the session total over every request
+
+  bool busy() const {
+    return status == react_status::awaiting_llm || status == react_status::awaiting_tools;
+  }
+  friend bool operator==(const react_state&, const react_state&) = default;
+};
+
+boost::json::value to_json(const react_state& s);
+decoded<react_state> decode_react_state(const boost::json::value& v);
+
+}  // namespace troupe

@@ -1,0 +1,96 @@
+#include "signals/json_reader.hpp"
+#include "strategy/react_state.hpp"
+
+#include <array>
+
+namespace troupe {
+
+namespace json = boost::json;
+
+namespace {
+constexpr std::array<std::string_view, 5> status_names{"idle", "awaiting_llm", "awaiting_tools",
+                                                       "completed", "error"};
+}
+
+std::string_view to_string(react_status s) { return status_names[static_cast<std::size_t>(s)]; }
+
+std::optional<react_status> parse_react_status(std::string_view s) {
+  for (std::size_t i = 0; i < status_names.size(); ++i)
+    if (status_names[i] == s) return static_cast<react_status>(i);
+  return std::nullopt;
+}
+
+json::value to_json(const react_state& s) {
+  json::array calls;
+  for (const pending_tool_call& p : s.tool_calls) {
+    json::object o{{"call", to_json(p.call)}};
+    if (p.outcome) put_tool_outcome(o, *p.outcome);
+    calls.push_back(std::move(o));
+  }
+  json::object o{{"status", to_string(s.status)},
+                 {"request_id", s.request_id},
+                 {"overrides", to_json(s.overrides)},
+                 {"request_started_at", s.request_started_at},
+                 {"iteration", s.iteration},
+                 {"call_id", s.call_id},
+                 {"streamed_text", s.streamed_text},
+                 {"streamed_thinking", s.streamed_thinking},
+                 {"tool_calls", std::move(calls)},
+                 {"request_usage", to_json(s.request_usage)},
+                 {"thread_usage", to_json(s.thread_usage)}};
+  if (s.error) o["error"] = to_json(*s.error);
+  return o;
+}
+
+decoded<react_state> decode_react_state(const json::value& v) {
+  json_reader r(v, "");
+  react_state s;
+  const std::string status = r.string("status");
+  s.request_id = r.string("request_id");
+  s.request_started_at = r.int64("request_started_at");
+  s.iteration = static_cast<int>(r.int64("iteration"));
+  s.call_id = r.string("call_id");
+  s.streamed_text = r.optional_string("streamed_text").value_or("");
+  s.streamed_thinking = r.optional_string("streamed_thinking").value_or("");
+  const json::array calls = r.optional_array("tool_calls").value_or(json::array{});
+  const json::value& overrides = r.value("overrides");
+  const json::value& request_usage = r.value("request_usage");
+  const json::value& thread_usage = r.value("thread_usage");
+  const json::value* error = r.optional_value("error");
+  if (!r.ok()) return r.error();
+
+  if (auto st = parse_react_status(status)) s.status = *st;
+  else return decode_error{"status", "unknown status \"" + status + "\""};
+  auto ov = decode_query_overrides(overrides, "overrides");
+  if (!ov) return ov.error();
+  s.overrides = std::move(*ov);
+  auto ru = decode_usage(request_usage, "request_usage");
+  if (!ru) return ru.error();
+  s.request_usage = *ru;
+  auto tu = decode_usage(thread_usage, "thread_usage");
+  if (!tu) return tu.error();
+  s.thread_usage = *tu;
+  if (error) {
+    auto e = decode_error_info(*error, "error");
+    if (!e) return e.error();
+    s.error = std::move(*e);
+  }
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const std::string path = element_path("tool_calls", i);
+    json_reader item(calls[i], path);
+    const json::value& call = item.value("call");
+    if (!item.ok()) return item.error();
+    auto c = decode_tool_call(call, path + ".call");
+    if (!c) return c.error();
+    pending_tool_call p{std::move(*c), std::nullopt};
+    if (item.has("result") || item.has("error")) {
+      auto outcome = decode_tool_outcome(*item.source(), path);
+      if (!outcome) return outcome.error();
+      p.outcome = std::move(*outcome);
+    }
+    s.tool_calls.push_back(std::move(p));
+  }
+  return s;
+}
+
+}  // namespace troupe
