@@ -58,6 +58,10 @@ std::vector<iteration> iterations_of(const thread_view& t, std::string_view requ
     }
     for (const auto& x : it.tool_calls)
       last_at = std::max({last_at, x.call->at, x.result ? x.result->at : last_at});
+    // With every tool answered, what follows is the next iteration's model call.
+    ended = ended || (!it.tool_calls.empty() &&
+                      std::all_of(it.tool_calls.begin(), it.tool_calls.end(),
+                                  [](const tool_exchange& x) { return x.result != nullptr; }));
     for (const entry* e : it.others) {
       last_at = std::max(last_at, e->at);
       ended = ended || e->kind == entry_kind::error;

@@ -23,9 +23,9 @@ struct iteration {
   std::vector<tool_exchange> tool_calls;  // in call order
   std::vector<const entry*> others;       // errors, notes, …
   std::int64_t started_at = 0;            // `at` of its first entry
-  // `at` of its last entry once the iteration is over: a later iteration of
-  // the request began, or it holds the request's answer or error. Null while
-  // it is in progress.
+  // `at` of its last entry once the iteration is over: every tool call has
+  // its result, it holds the request's answer or error, or a later iteration
+  // began. Null while the model or a tool is still at work.
   std::optional<std::int64_t> completed_at;
 };
 
