@@ -78,7 +78,7 @@ void thread::set_metadata(json::object metadata) {
   metadata_ = std::make_shared<const json::object>(std::move(metadata));
 }
 
-void thread::push(std::vector<entry>& stamped) {
+void thread::push(std::span<entry> stamped) {
   if (stamped.empty()) return;
 
   // Counts are shared with snapshots: copy them first if anyone else holds
@@ -127,9 +127,12 @@ entry_range thread::append(std::vector<entry_draft> drafts, std::int64_t now_ms,
 }
 
 const entry& thread::append(entry_draft draft, std::int64_t now_ms, id_source& ids) {
-  std::vector<entry_draft> one;
-  one.push_back(std::move(draft));
-  return append(std::move(one), now_ms, ids).front();
+  if (draft.kind.empty()) throw std::invalid_argument("thread::append: an entry needs a kind");
+  entry e{ids.next("entry"), size_, now_ms, std::move(draft.kind), std::move(draft.payload),
+          std::move(draft.refs)};
+  push(std::span<entry>(&e, 1));
+  updated_at_ = now_ms;
+  return *last();
 }
 
 decoded<thread> thread::restore(std::string id, std::uint64_t rev, std::int64_t created_at,

@@ -27,6 +27,7 @@
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -166,7 +167,7 @@ class thread : public thread_view {
   thread_view snapshot() const { return *this; }
 
  private:
-  void push(std::vector<entry>& stamped);
+  void push(std::span<entry> stamped);
 };
 
 }  // namespace troupe

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages troupe builds with — only those missing, so a
+# machine that has them all is left alone and needs no network.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build
+  libboost1.81-dev libboost-json1.81-dev
+  libcaf-dev
+  catch2 libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+((${#missing[@]} == 0)) && exit 0
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "installing: ${missing[*]}"
+$sudo apt-get update
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${missing[@]}"
