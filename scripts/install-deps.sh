@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build
   libboost1.81-dev libboost-json1.81-dev
-  libcaf-dev
+  libcaf-dev libvalijson-dev libcli11-dev
   catch2 libbenchmark-dev
 )
 

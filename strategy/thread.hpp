@@ -146,6 +146,8 @@ class thread : public thread_view {
  public:
   explicit thread(std::string id, std::int64_t created_at = 0,
                   boost::json::object metadata = {});
+  // A writable thread that continues from a view, sharing its storage (O(1)).
+  explicit thread(const thread_view& from) : thread_view(from) {}
 
   // Rebuilds a thread from stored parts. Entries must be numbered 0, 1, 2, …
   // and rev must count at least every entry; otherwise the error names the

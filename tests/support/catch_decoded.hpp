@@ -1,15 +1,19 @@
 #pragma once
-// Lets Catch2 print a decoded<T>: "ok", or the decode error with its field.
+// Lets Catch2 print our result types (decoded<T>, stored<T>): "ok", or the
+// error with what it says.
 
 #include "signals/decode_error.hpp"
 
 #include <catch2/catch.hpp>
 
 namespace Catch {
-template <class T>
-struct StringMaker<troupe::decoded<T>> {
-  static std::string convert(const troupe::decoded<T>& r) {
-    return r ? std::string("ok") : "decode error: " + r.error().describe();
+template <class T, class E>
+struct StringMaker<boost::system::result<T, E>> {
+  static std::string convert(const boost::system::result<T, E>& r) {
+    if (r) return "ok";
+    const E& e = r.error();
+    if constexpr (requires { e.describe(); }) return "error: " + e.describe();
+    else return "error: " + e.type + ": " + e.message;
   }
 };
 template <>

@@ -1,0 +1,35 @@
+#pragma once
+// What an agent is made from. Plain data: build one, hand it to
+// runtime::spawn_agent, and the supervisor keeps it to restart the agent.
+
+#include "runtime/llm_provider.hpp"
+#include "signals/generation_params.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+// As OTP's child restart values: a permanent agent is always restarted when
+// it stops, a transient one only when it crashed, a temporary one never.
+enum class restart_policy { permanent, transient, temporary };
+
+struct agent_spec {
+  std::string id{};  // unique within the runtime; empty: one is made up
+  std::string model{};
+  std::string system_prompt{};
+  std::vector<std::string> tools{};  // names in the runtime's tool registry
+  int max_iterations = 10;
+  generation_params params{};
+  // Overrides every tool's own timeout when set.
+  std::chrono::milliseconds tool_timeout{0};
+  std::size_t max_queued_asks = 64;   // per thread, beyond the running one
+  std::size_t max_parallel_tools = 8; // tool calls of one model turn running at once
+  restart_policy restart = restart_policy::transient;
+  std::shared_ptr<llm_provider> provider{};  // null: the runtime's provider
+};
+
+}  // namespace troupe

@@ -1,0 +1,124 @@
+#pragma once
+// The embedding API: everything a C++ program needs to run agents, without
+// including CAF.
+//
+//   troupe::runtime rt({.provider = my_provider});
+//   rt.tools().add(calculator_tool());
+//   troupe::agent a = rt.spawn_agent({.id = "helper", .model = "m", .tools = {"calculator"}});
+//   troupe::request r = a.ask("What is 2 + 2?");
+//   if (auto reply = r.await(std::chrono::seconds(30))) ...
+//   rt.shutdown();   // requests still running end with a "shutdown" error
+
+#include "actors/agent_spec.hpp"
+#include "actors/stream_event.hpp"
+#include "directives/reply.hpp"
+#include "runtime/telemetry.hpp"
+#include "runtime/thread_store.hpp"
+#include "runtime/tool_registry.hpp"
+#include "signals/query.hpp"
+#include "strategy/thread.hpp"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+struct runtime_options {
+  std::shared_ptr<llm_provider> provider{};      // the default for agents that name none
+  std::shared_ptr<thread_store> store{};         // null: an in-memory store
+  std::shared_ptr<telemetry_sink> telemetry{};  // null: log_sink (TROUPE_LOG=debug for all events)
+  std::size_t scheduler_threads = 0;           // 0: one per core
+  std::size_t executors = 0;                   // model and tool executors each; 0: one per scheduler thread
+  std::size_t tool_workers = 8;                // threads for blocking tools
+  std::size_t max_queued_tool_jobs = 10'000;
+  int max_restarts = 3;                        // per agent within restart_window
+  std::chrono::milliseconds restart_window{5'000};
+};
+
+struct ask_options {
+  std::string thread_id{};  // empty: the agent's default thread
+  std::string request_id{}; // empty: one is made up
+  query_overrides overrides{};
+  // Called for every stream event of the request, on a runtime thread; keep
+  // it short. The last event is always a request_finished_event.
+  std::function<void(const stream_event&)> on_event{};
+};
+
+class runtime;
+
+// A running request. Copies share the same request.
+class request {
+ public:
+  const std::string& id() const;
+  // The reply, or nullopt if it did not come within the timeout (the request
+  // keeps running).
+  std::optional<reply> await(std::chrono::milliseconds timeout) const;
+  bool done() const;
+  void cancel(std::string reason = "cancelled by the caller") const;
+
+  struct state;
+  explicit request(std::shared_ptr<state> s) : state_(std::move(s)) {}
+
+ private:
+  std::shared_ptr<state> state_;
+};
+
+// A handle on an agent by id: it follows the agent across restarts.
+class agent {
+ public:
+  const std::string& id() const { return id_; }
+  request ask(std::string question, ask_options options = {}) const;
+  // The thread as it is now (empty thread_id: the default thread); nullopt if
+  // the agent is not running or did not answer in time.
+  std::optional<thread_view> snapshot(const std::string& thread_id = {},
+                                      std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
+  // Stops the agent for good (it is not restarted). Its running and queued
+  // requests end with a "shutdown" error.
+  bool stop() const;
+  bool running() const;
+
+  struct impl_ref;
+  agent(std::shared_ptr<impl_ref> rt, std::string id) : rt_(std::move(rt)), id_(std::move(id)) {}
+
+ private:
+  std::shared_ptr<impl_ref> rt_;
+  std::string id_;
+};
+
+class runtime {
+ public:
+  explicit runtime(runtime_options options = {});
+  ~runtime();  // shuts down if that was not done
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+
+  tool_registry& tools();
+  // Registers a tool that asks another agent: the tool's single "question"
+  // argument becomes the other agent's query and its answer the result.
+  void add_agent_tool(std::string tool_name, std::string agent_id, std::string description,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(120));
+
+  // Starts an agent under the supervisor. Throws std::invalid_argument for an
+  // unknown tool or an id already running.
+  agent spawn_agent(agent_spec spec);
+  std::optional<agent> find_agent(const std::string& id) const;
+  std::vector<std::string> agent_ids() const;
+
+  // Stops every agent (their requests end with a "shutdown" error) and the
+  // actor system. Idempotent.
+  void shutdown();
+
+  // For tests and tools: the runtime's internals.
+  struct impl;
+  impl& internals() { return *impl_; }
+
+ private:
+  std::shared_ptr<agent::impl_ref> impl_ref_;
+  impl* impl_;
+};
+
+}  // namespace troupe

@@ -1,0 +1,105 @@
+#pragma once
+// What the actors of one runtime share: the world they act on (provider,
+// store, tools, workers, telemetry) and where to find each other. Created by
+// the runtime facade; every actor holds a shared pointer to it.
+
+#include "actors/messages.hpp"
+#include "runtime/telemetry.hpp"
+#include "runtime/thread_store.hpp"
+#include "runtime/tool_registry.hpp"
+#include "runtime/worker_pool.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace troupe {
+
+// A fixed number of executor actors; a slot is refilled when its executor is
+// restarted. An agent always uses the slot its key maps to.
+class executor_pool {
+ public:
+  caf::actor pick(std::size_t key) const {
+    std::lock_guard lock(mutex_);
+    return slots_.empty() ? caf::actor{} : slots_[key % slots_.size()];
+  }
+  void set(std::size_t slot, caf::actor a) {
+    std::lock_guard lock(mutex_);
+    if (slots_.size() <= slot) slots_.resize(slot + 1);
+    slots_[slot] = std::move(a);
+  }
+  std::vector<caf::actor> all() const {
+    std::lock_guard lock(mutex_);
+    return slots_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<caf::actor> slots_;
+};
+
+// Agents by id, pointing at the current incarnation of each.
+class agent_directory {
+ public:
+  void put(const std::string& id, caf::actor a) {
+    std::lock_guard lock(mutex_);
+    agents_[id] = std::move(a);
+  }
+  void erase(const std::string& id) {
+    std::lock_guard lock(mutex_);
+    agents_.erase(id);
+  }
+  // An agent the supervisor gave up on, and why; asks to it fail with this.
+  void mark_failed(const std::string& id, std::string why) {
+    std::lock_guard lock(mutex_);
+    agents_.erase(id);
+    failed_[id] = std::move(why);
+  }
+  std::optional<std::string> failure(const std::string& id) const {
+    std::lock_guard lock(mutex_);
+    auto it = failed_.find(id);
+    if (it == failed_.end()) return std::nullopt;
+    return it->second;
+  }
+  std::optional<caf::actor> find(const std::string& id) const {
+    std::lock_guard lock(mutex_);
+    auto it = agents_.find(id);
+    if (it == agents_.end()) return std::nullopt;
+    return it->second;
+  }
+  std::vector<std::string> ids() const {
+    std::lock_guard lock(mutex_);
+    std::vector<std::string> out;
+    for (const auto& [id, _] : agents_) out.push_back(id);
+    return out;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, caf::actor> agents_;
+  std::unordered_map<std::string, std::string> failed_;
+};
+
+struct runtime_context {
+  std::shared_ptr<llm_provider> provider;
+  std::shared_ptr<thread_store> store;
+  std::shared_ptr<telemetry_sink> telemetry;
+  tool_registry tools;
+  std::unique_ptr<worker_pool> workers;
+  executor_pool llm_executors;
+  executor_pool tool_executors;
+  agent_directory agents;
+  int max_restarts = 3;
+  std::chrono::milliseconds restart_window{5'000};
+  std::atomic<bool> shutting_down{false};
+
+  bool wants(telemetry_kind k) const { return telemetry && telemetry->wants(k); }
+  void emit(const telemetry_event& e) const {
+    if (telemetry && telemetry->wants(e.kind)) telemetry->emit(e);
+  }
+};
+
+}  // namespace troupe

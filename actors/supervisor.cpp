@@ -1,0 +1,160 @@
+#include "actors/supervisor.hpp"
+
+#include "actors/agent_actor.hpp"
+#include "actors/executors.hpp"
+
+#include <chrono>
+#include <deque>
+#include <unordered_map>
+
+namespace troupe {
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+struct child {
+  std::shared_ptr<const agent_spec> spec;
+  std::shared_ptr<const react_config> config;
+  caf::actor actor;
+  std::deque<steady::time_point> restarts;  // within the window
+  bool stopping = false;
+};
+
+struct executor_slot {
+  bool llm;  // else tools
+  std::size_t index;
+};
+
+struct supervisor_state {
+  static inline const char* name = "troupe.supervisor";
+  std::shared_ptr<runtime_context> ctx;
+  std::unordered_map<std::string, child> agents;
+  std::unordered_map<caf::actor_addr, std::string> agent_of;
+  std::unordered_map<caf::actor_addr, executor_slot> executors;
+  std::vector<caf::response_promise> shutdown_waiters;
+  bool shutting_down = false;
+};
+
+using supervisor_self = caf::stateful_actor<supervisor_state>;
+
+void start_executor(supervisor_self* self, executor_slot slot) {
+  auto& ctx = *self->state.ctx;
+  caf::actor a = slot.llm ? spawn_llm_executor(self->system(), self->state.ctx)
+                          : spawn_tool_executor(self->system(), self->state.ctx);
+  self->monitor(a);
+  self->state.executors[a.address()] = slot;
+  (slot.llm ? ctx.llm_executors : ctx.tool_executors).set(slot.index, std::move(a));
+}
+
+void start_agent(supervisor_self* self, child& c) {
+  c.actor = spawn_agent_actor(self->system(), c.spec, self->state.ctx, c.config);
+  self->monitor(c.actor);
+  self->state.agent_of[c.actor.address()] = c.spec->id;
+  self->state.ctx->agents.put(c.spec->id, c.actor);
+}
+
+void maybe_finish_shutdown(supervisor_self* self) {
+  auto& st = self->state;
+  if (!st.shutting_down || !st.agents.empty()) return;
+  for (auto& p : st.shutdown_waiters) p.deliver(true);
+  st.shutdown_waiters.clear();
+}
+
+void on_agent_down(supervisor_self* self, const std::string& id, const caf::error& reason) {
+  auto& st = self->state;
+  auto it = st.agents.find(id);
+  if (it == st.agents.end()) return;
+  child& c = it->second;
+  const bool crashed = reason && reason != caf::exit_reason::normal;
+  const std::string why = crashed ? self->system().render(reason) : "stopped";
+  if (crashed)
+    st.ctx->emit({telemetry_kind::agent_crashed, id, {}, {}, {}, {}, 0, 0, why});
+
+  const restart_policy policy = c.spec->restart;
+  const bool restart = !c.stopping && !st.shutting_down &&
+                       (policy == restart_policy::permanent ||
+                        (policy == restart_policy::transient && crashed));
+  if (!restart) {
+    st.ctx->agents.erase(id);
+    st.agents.erase(it);
+    maybe_finish_shutdown(self);
+    return;
+  }
+  const auto now = steady::now();
+  while (!c.restarts.empty() && now - c.restarts.front() > st.ctx->restart_window)
+    c.restarts.pop_front();
+  if (static_cast<int>(c.restarts.size()) >= st.ctx->max_restarts) {
+    const std::string report = "agent " + id + " stopped " + std::to_string(c.restarts.size() + 1) +
+                               " times within " + std::to_string(st.ctx->restart_window.count()) +
+                               " ms (last: " + why + "); it is not restarted again";
+    st.ctx->agents.mark_failed(id, report);
+    st.ctx->emit({telemetry_kind::agent_escalated, id, {}, {}, {}, {}, 0, 0, report});
+    st.agents.erase(it);
+    return;
+  }
+  c.restarts.push_back(now);
+  start_agent(self, c);
+  st.ctx->emit({telemetry_kind::agent_restarted, id, {}, {}, {}, {}, 0, 0, why});
+}
+
+caf::behavior supervisor(supervisor_self* self, std::shared_ptr<runtime_context> ctx,
+                         std::size_t executors) {
+  self->state.ctx = std::move(ctx);
+  for (std::size_t i = 0; i < executors; ++i) {
+    start_executor(self, {true, i});
+    start_executor(self, {false, i});
+  }
+  self->set_down_handler([self](caf::down_msg& m) {
+    auto& st = self->state;
+    if (auto e = st.executors.find(m.source); e != st.executors.end()) {
+      const executor_slot slot = e->second;
+      st.executors.erase(e);
+      if (!st.shutting_down) start_executor(self, slot);
+      return;
+    }
+    if (auto a = st.agent_of.find(m.source); a != st.agent_of.end()) {
+      const std::string id = a->second;
+      st.agent_of.erase(a);
+      on_agent_down(self, id, m.reason);
+    }
+  });
+  return {
+      [self](spawn_atom, std::shared_ptr<const agent_spec> spec,
+             std::shared_ptr<const react_config> config) -> caf::result<caf::actor> {
+        auto& st = self->state;
+        if (st.shutting_down) return caf::make_error(caf::sec::runtime_error, "the runtime is shutting down");
+        if (st.agents.count(spec->id))
+          return caf::make_error(caf::sec::runtime_error, "an agent named " + spec->id + " is running");
+        child& c = st.agents[spec->id];
+        c.spec = std::move(spec);
+        c.config = std::move(config);
+        start_agent(self, c);
+        return c.actor;
+      },
+      [self](stop_atom, const std::string& id) -> bool {
+        auto it = self->state.agents.find(id);
+        if (it == self->state.agents.end()) return false;
+        it->second.stopping = true;
+        self->send(it->second.actor, stop_atom::value);
+        return true;
+      },
+      [self](shutdown_atom) -> caf::result<bool> {
+        auto& st = self->state;
+        st.shutting_down = true;
+        for (auto& [id, c] : st.agents) self->send(c.actor, stop_atom::value);
+        if (st.agents.empty()) return true;
+        st.shutdown_waiters.push_back(self->make_response_promise());
+        return caf::delegated<bool>();
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_supervisor(caf::actor_system& sys, std::shared_ptr<runtime_context> ctx,
+                            std::size_t executors) {
+  return sys.spawn(supervisor, std::move(ctx), executors);
+}
+
+}  // namespace troupe

@@ -1,0 +1,26 @@
+#pragma once
+// Random ids for the runtime ("call_5f0c2a9e41d7b3c8"). Each agent owns one
+// source; the state is 32 bytes (xoshiro256**), so a hundred thousand idle
+// agents do not pay for a large generator each.
+
+#include "strategy/id_source.hpp"
+
+#include <array>
+#include <cstdint>
+
+namespace troupe {
+
+class random_ids final : public id_source {
+ public:
+  // Seeds from std::random_device mixed with a process-wide counter, so two
+  // sources never share a sequence.
+  random_ids();
+  explicit random_ids(std::uint64_t seed);
+  std::string next(std::string_view kind) override;
+
+ private:
+  std::uint64_t next_u64();
+  std::array<std::uint64_t, 4> s_;
+};
+
+}  // namespace troupe

@@ -1,0 +1,75 @@
+#pragma once
+// What the runtime reports about its work. Every event carries the
+// correlation ids it has; a sink decides what to do with them. Sinks are
+// called from many threads at once and must be thread-safe.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace troupe {
+
+enum class telemetry_kind {
+  request_started, request_completed, request_failed, request_cancelled,
+  llm_started, llm_delta, llm_completed, llm_error,
+  tool_started, tool_completed, tool_error, tool_timeout, tool_retry,
+  agent_started, agent_crashed, agent_restarted, agent_escalated,
+};
+
+std::string_view to_string(telemetry_kind k);
+
+struct telemetry_event {
+  telemetry_kind kind;
+  std::string agent_id;
+  std::string thread_id;
+  std::string request_id;
+  std::string call_id;
+  std::string tool_call_id;
+  int iteration = 0;
+  std::int64_t duration_us = 0;  // for *_completed, *_error, *_timeout
+  std::string detail;            // tool name, error type and message, …
+};
+
+class telemetry_sink {
+ public:
+  virtual ~telemetry_sink() = default;
+  // Lets emitters skip building events nobody wants (deltas are frequent).
+  virtual bool wants(telemetry_kind) const { return true; }
+  virtual void emit(const telemetry_event& e) = 0;
+};
+
+// Writes one line per event to stderr when TROUPE_LOG=debug; otherwise only
+// failures, escalations and crashes.
+class log_sink final : public telemetry_sink {
+ public:
+  log_sink();
+  bool wants(telemetry_kind k) const override;
+  void emit(const telemetry_event& e) override;
+
+ private:
+  bool debug_;
+  std::mutex mutex_;
+};
+
+// Keeps every event, for tests; they can wait for an event to have happened
+// instead of sleeping.
+class recording_sink final : public telemetry_sink {
+ public:
+  void emit(const telemetry_event& e) override;
+  std::vector<telemetry_event> events() const;
+  std::size_t count(telemetry_kind k) const;
+  // True once at least `n` events of kind `k` were emitted; false on timeout.
+  bool wait_for(telemetry_kind k, std::size_t n, std::chrono::milliseconds timeout) const;
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::condition_variable emitted_;
+  std::vector<telemetry_event> events_;
+};
+
+}  // namespace troupe

@@ -1,0 +1,40 @@
+#pragma once
+// Where threads are kept beyond an agent's lifetime. Agents load a thread
+// when they first need it (and after a restart) and commit every step's
+// entries before the step's directives leave.
+
+#include "strategy/thread.hpp"
+
+#include <boost/system/result.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+struct store_error {
+  std::string type;  // "not_found", "conflict", "io"
+  std::string message;
+};
+
+[[noreturn]] void throw_exception_from_error(const store_error& e, const boost::source_location&);
+
+template <class T>
+using stored = boost::system::result<T, store_error>;
+
+class thread_store {
+ public:
+  virtual ~thread_store() = default;
+
+  virtual stored<thread> load(const std::string& thread_id) = 0;
+  // Commits `t`, which must extend the stored thread: its entries beyond the
+  // stored ones are the new ones. `expected_rev` is the rev the writer last
+  // saw (0 for a thread new to the store); any other stored rev is a conflict
+  // and nothing is written.
+  virtual stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) = 0;
+  virtual std::vector<std::string> list() = 0;
+  virtual bool remove(const std::string& thread_id) = 0;
+};
+
+}  // namespace troupe

@@ -1,0 +1,66 @@
+#pragma once
+// A tool an agent can call: what the model sees (its spec) and the function
+// that runs it, with its timeout, retry policy and whether it blocks.
+
+#include "directives/tool_spec.hpp"
+#include "signals/error_info.hpp"
+#include "signals/tool_result.hpp"
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace troupe {
+
+// What a running tool knows about its call.
+struct tool_context {
+  std::string agent_id;
+  std::string thread_id;
+  std::string request_id;
+  std::string tool_call_id;
+  int attempt = 1;
+  // Set when the call is cancelled or timed out; long-running tools should
+  // check it and return early.
+  std::shared_ptr<const std::atomic<bool>> cancelled;
+
+  bool is_cancelled() const { return cancelled && cancelled->load(std::memory_order_relaxed); }
+};
+
+// Thrown by a tool to report a typed error the model will see. A retryable
+// failure is tried again, with backoff, as the tool's retry policy allows.
+struct tool_failure : std::runtime_error {
+  tool_failure(std::string type, const std::string& message, bool retryable = false)
+      : std::runtime_error(message), type(std::move(type)), retryable(retryable) {}
+  std::string type;
+  bool retryable;
+};
+
+struct retry_policy {
+  int max_attempts = 3;  // including the first
+  std::chrono::milliseconds initial_backoff{100};
+  double multiplier = 2.0;
+  std::chrono::milliseconds max_backoff{5'000};
+
+  std::chrono::milliseconds backoff_before(int attempt) const;  // attempt >= 2
+};
+
+using tool_function =
+    std::function<boost::json::value(const boost::json::object& arguments, const tool_context&)>;
+
+struct tool {
+  tool_spec spec;
+  tool_function run;
+  std::chrono::milliseconds timeout{30'000};
+  retry_policy retry;
+  // A tool that may block (I/O, sleeping, waiting on another agent) runs on
+  // the runtime's worker pool; a quick pure one runs on a tool executor.
+  bool blocking = true;
+};
+
+}  // namespace troupe

@@ -1,0 +1,14 @@
+#pragma once
+// What a thread needs after its agent died mid-request: every tool call that
+// never got a result gets an "interrupted" error result, so the thread is
+// valid for the model again (each tool call answered exactly once).
+
+#include "strategy/thread.hpp"
+
+#include <vector>
+
+namespace troupe {
+
+std::vector<entry_draft> interrupted_tool_results(const thread_view& t);
+
+}  // namespace troupe

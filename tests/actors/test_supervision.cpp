@@ -1,0 +1,226 @@
+// Crashes, restarts, escalation, executors dying, agents as tools, shutdown.
+
+#include "support/runtime_harness.hpp"
+
+#include "actors/runtime_impl.hpp"
+
+using namespace troupe;
+using namespace troupe::testing;
+namespace json = boost::json;
+
+namespace {
+
+void kill(runtime& rt, const caf::actor& a) {
+  caf::anon_send_exit(a, caf::exit_reason::kill);
+  (void)rt;
+}
+
+caf::actor current_actor(runtime& rt, const std::string& id) {
+  auto a = rt.internals().ctx->agents.find(id);
+  REQUIRE(a);
+  return *a;
+}
+
+}  // namespace
+
+TEST_CASE("a crashed agent is restarted with its thread, and its request fails with a typed error") {
+  auto sink = std::make_shared<recording_sink>();
+  auto model = std::make_shared<scripted_provider>(std::vector<scripted_reply>{
+      scripted_reply::text("first answer"), stalls(), scripted_reply::text("I remember")});
+  runtime rt({.provider = model, .telemetry = sink});
+  agent a = rt.spawn_agent({.id = "a", .model = "m", .restart = restart_policy::permanent});
+  CHECK(answer_of(must_reply(a.ask("remember 42"))) == "first answer");
+
+  gate streaming;
+  ask_options o;
+  o.on_event = [&](const stream_event& e) {
+    if (std::holds_alternative<delta_event>(e)) streaming.open();
+  };
+  request in_flight = a.ask("a question the agent will not live to answer", o);
+  REQUIRE(streaming.wait());
+  const caf::actor before = current_actor(rt, "a");
+  kill(rt, before);
+
+  const reply r = must_reply(in_flight);
+  CHECK(error_type_of(r) == "agent_crashed");
+  REQUIRE(sink->wait_for(telemetry_kind::agent_restarted, 1, patience));
+  CHECK(current_actor(rt, "a") != before);
+
+  SECTION("the thread was rebuilt from the store with every committed entry") {
+    const auto t = a.snapshot();
+    REQUIRE(t);
+    REQUIRE(t->size() == 3);  // two user messages and the first answer
+    CHECK(t->at_seq(0)->payload.at("content") == "remember 42");
+    CHECK(t->at_seq(1)->payload.at("content") == "first answer");
+  }
+  SECTION("the conversation continues") {
+    CHECK(answer_of(must_reply(a.ask("what was the number?"))) == "I remember");
+    CHECK(a.snapshot()->size() == 5);
+  }
+}
+
+TEST_CASE("a tool call in flight when the agent died gets an interrupted result on restart") {
+  auto sink = std::make_shared<recording_sink>();
+  gate tool_running, release;
+  auto model = std::make_shared<scripted_provider>(std::vector<scripted_reply>{
+      scripted_reply::tools({call("t", "hold")}), scripted_reply::text("recovered")});
+  runtime rt({.provider = model, .telemetry = sink});
+  rt.tools().add(make_tool("hold", [&](const json::object&, const tool_context&) {
+    tool_running.open();
+    release.wait();
+    return json::value(1);
+  }));
+  agent a = rt.spawn_agent({.id = "a", .model = "m", .tools = {"hold"}, .restart = restart_policy::permanent});
+  request r = a.ask("go");
+  REQUIRE(tool_running.wait());
+  kill(rt, current_actor(rt, "a"));
+  CHECK(error_type_of(must_reply(r)) == "agent_crashed");
+  REQUIRE(sink->wait_for(telemetry_kind::agent_restarted, 1, patience));
+  release.open();
+
+  const auto t = a.snapshot();
+  REQUIRE(t);
+  CHECK(every_call_answered(*t));
+  CHECK(t->of_kind(entry_kind::tool_result).at(0)->payload.at("error").at("type") == "interrupted");
+  CHECK(answer_of(must_reply(a.ask("and now?"))) == "recovered");
+}
+
+TEST_CASE("past its restart intensity an agent is given up on and the failure reported") {
+  auto sink = std::make_shared<recording_sink>();
+  auto model = std::make_shared<scripted_provider>(std::vector<scripted_reply>{});
+  runtime rt({.provider = model, .telemetry = sink, .max_restarts = 2, .restart_window = std::chrono::minutes(1)});
+  agent a = rt.spawn_agent({.id = "fragile", .model = "m", .restart = restart_policy::permanent});
+
+  for (std::size_t restarts = 1; restarts <= 2; ++restarts) {
+    kill(rt, current_actor(rt, "fragile"));
+    REQUIRE(sink->wait_for(telemetry_kind::agent_restarted, restarts, patience));
+  }
+  kill(rt, current_actor(rt, "fragile"));
+  REQUIRE(sink->wait_for(telemetry_kind::agent_escalated, 1, patience));
+
+  CHECK(sink->count(telemetry_kind::agent_restarted) == 2);
+  CHECK(!a.running());
+  const reply r = must_reply(a.ask("anyone there?"));
+  CHECK(error_type_of(r) == "agent_failed");
+  CHECK_THAT(std::get<error_info>(r.outcome).message, Catch::Contains("3 times"));
+}
+
+TEST_CASE("a stopped agent is not restarted and its requests end with shutdown") {
+  auto model = std::make_shared<scripted_provider>(std::vector<scripted_reply>{stalls()});
+  runtime rt({.provider = model});
+  agent a = rt.spawn_agent({.id = "a", .model = "m", .restart = restart_policy::permanent});
+  gate streaming;
+  ask_options o;
+  o.on_event = [&](const stream_event& e) {
+    if (std::holds_alternative<delta_event>(e)) streaming.open();
+  };
+  request r = a.ask("long", o);
+  REQUIRE(streaming.wait());
+  CHECK(a.stop());
+  CHECK(error_type_of(must_reply(r)) == "shutdown");
+  CHECK(!a.running());
+  CHECK(error_type_of(must_reply(a.ask("still there?"))) == "not_found");
+}
+
+TEST_CASE("a crashed executor becomes an error result, never a hung request") {
+  auto sink = std::make_shared<recording_sink>();
+
+  SECTION("the model executor") {
+    auto model = std::make_shared<scripted_provider>(
+        std::vector<scripted_reply>{stalls(), scripted_reply::text("works again")});
+    runtime rt({.provider = model, .telemetry = sink, .executors = 1});
+    agent a = rt.spawn_agent({.id = "a", .model = "m"});
+    gate streaming;
+    ask_options o;
+    o.on_event = [&](const stream_event& e) {
+      if (std::holds_alternative<delta_event>(e)) streaming.open();
+    };
+    request r = a.ask("hi", o);
+    REQUIRE(streaming.wait());
+    caf::anon_send_exit(rt.internals().ctx->llm_executors.all().at(0), caf::exit_reason::kill);
+    CHECK(error_type_of(must_reply(r)) == "executor_crashed");
+    CHECK(answer_of(must_reply(a.ask("again"))) == "works again");
+  }
+  SECTION("the tool executor") {
+    gate tool_running, release;
+    auto model = std::make_shared<scripted_provider>([](const llm_stream& s) {
+      if (s.messages.back().role == "tool") return scripted_reply::text(s.messages.back().content);
+      return scripted_reply::tools({call("t", "hold")});
+    });
+    runtime rt({.provider = model, .telemetry = sink, .executors = 1});
+    rt.tools().add(make_tool("hold", [&](const json::object&, const tool_context&) {
+      tool_running.open();
+      release.wait();
+      return json::value("late");
+    }));
+    agent a = rt.spawn_agent({.id = "a", .model = "m", .tools = {"hold"}});
+    request r = a.ask("go");
+    REQUIRE(tool_running.wait());
+    caf::anon_send_exit(rt.internals().ctx->tool_executors.all().at(0), caf::exit_reason::kill);
+    // The model sees the crash as the tool's result and answers with it.
+    CHECK_THAT(answer_of(must_reply(r)), Catch::Contains("executor_crashed"));
+    release.open();
+  }
+}
+
+TEST_CASE("an agent can be another agent's tool") {
+  auto expert_model = std::make_shared<scripted_provider>([](const llm_stream& s) {
+    return scripted_reply::text("the expert says: " + s.messages.back().content + " is 4");
+  });
+  auto lead_model = std::make_shared<scripted_provider>([](const llm_stream& s) {
+    if (s.messages.back().role == "tool") return scripted_reply::text("Answer: " + s.messages.back().content);
+    return scripted_reply::tools({call("t", "ask_expert", {{"question", "2+2"}})});
+  });
+  runtime rt;
+  rt.spawn_agent({.id = "expert", .model = "m", .provider = expert_model});
+  rt.add_agent_tool("ask_expert", "expert", "Asks the arithmetic expert.");
+  agent lead = rt.spawn_agent({.id = "lead", .model = "m", .tools = {"ask_expert"}, .provider = lead_model});
+
+  CHECK(answer_of(must_reply(lead.ask("what is 2+2?"))) == "Answer: the expert says: 2+2 is 4");
+  const auto expert_thread = rt.find_agent("expert")->snapshot("lead->expert");
+  REQUIRE(expert_thread);
+  CHECK(expert_thread->size() == 2);
+}
+
+TEST_CASE("shutting down ends requests in flight with a shutdown error") {
+  auto model = std::make_shared<scripted_provider>([](const llm_stream&) { return stalls(); });
+  runtime rt({.provider = model});
+  agent a = rt.spawn_agent({.id = "a", .model = "m"});
+  request running = a.ask("one");
+  request queued = a.ask("two");
+  ask_options other;
+  other.thread_id = "other";
+  request elsewhere = a.ask("three", other);
+  rt.shutdown();
+  CHECK(error_type_of(must_reply(running)) == "shutdown");
+  CHECK(error_type_of(must_reply(queued)) == "shutdown");
+  CHECK(error_type_of(must_reply(elsewhere)) == "shutdown");
+  CHECK(error_type_of(must_reply(a.ask("after"))) == "shutdown");
+}
+
+TEST_CASE("telemetry reports a request with its correlation ids") {
+  auto sink = std::make_shared<recording_sink>();
+  auto model = std::make_shared<scripted_provider>(std::vector<scripted_reply>{
+      scripted_reply::tools({call("t", "noop")}), scripted_reply::text("ok")});
+  runtime rt({.provider = model, .telemetry = sink});
+  rt.tools().add(make_tool("noop", [](const json::object&, const tool_context&) { return json::value(); }, false));
+  agent a = rt.spawn_agent({.id = "a", .model = "m", .tools = {"noop"}});
+  const request r = a.ask("go");
+  must_reply(r);
+  REQUIRE(sink->wait_for(telemetry_kind::request_completed, 1, patience));
+
+  CHECK(sink->count(telemetry_kind::request_started) == 1);
+  CHECK(sink->count(telemetry_kind::llm_started) == 2);
+  CHECK(sink->count(telemetry_kind::llm_completed) == 2);
+  CHECK(sink->count(telemetry_kind::tool_started) == 1);
+  CHECK(sink->count(telemetry_kind::tool_completed) == 1);
+  for (const auto& e : sink->events()) {
+    if (e.kind == telemetry_kind::tool_completed) {
+      CHECK(e.agent_id == "a");
+      CHECK(e.request_id == r.id());
+      CHECK(e.tool_call_id == "t");
+      CHECK(!e.call_id.empty());
+      CHECK(e.iteration == 1);
+    }
+  }
+}
