@@ -191,8 +191,10 @@ class agent_logic {
   void start(thread_slot& slot, query q, requester from) {
     slot.active_request = q.request_id;
     st_.requests[q.request_id] = from;
-    st_.ctx->emit({telemetry_kind::request_started, st_.spec->id, q.thread_id, q.request_id,
-                   {}, {}, 0, 0, {}});
+    st_.ctx->emit(telemetry_kind::request_started, [&] {
+      return telemetry_event{telemetry_kind::request_started, st_.spec->id, q.thread_id, q.request_id,
+                   {}, {}, 0, 0, {}};
+    });
     run(slot, signal{std::move(q)});
   }
 
@@ -204,9 +206,11 @@ class agent_logic {
     if (!out.committed.empty()) {
       auto written = st_.ctx->store->append(slot.conversation.history(), rev_before);
       if (!written) {
-        st_.ctx->emit({telemetry_kind::request_failed, st_.spec->id, slot.conversation.history().id(),
+        st_.ctx->emit(telemetry_kind::request_failed, [&] {
+      return telemetry_event{telemetry_kind::request_failed, st_.spec->id, slot.conversation.history().id(),
                        slot.active_request, {}, {}, 0, 0,
-                       "store: " + written.error().type + ": " + written.error().message});
+                       "store: " + written.error().type + ": " + written.error().message};
+    });
       }
     }
     for (directive& d : out.directives) dispatch(slot, std::move(d));
@@ -218,8 +222,10 @@ class agent_logic {
         overloaded{
             [&](llm_stream& x) {
               slot.llm_started_us = steady_us();
-              st_.ctx->emit({telemetry_kind::llm_started, st_.spec->id, thread_id, x.request_id,
-                             x.call_id, {}, x.iteration, 0, x.model});
+              st_.ctx->emit(telemetry_kind::llm_started, [&] {
+      return telemetry_event{telemetry_kind::llm_started, st_.spec->id, thread_id, x.request_id,
+                             x.call_id, {}, x.iteration, 0, x.model};
+    });
               self_->send(llm_executor(), exec_atom::value, std::move(x),
                           caf::actor_cast<caf::actor>(self_), thread_id, st_.provider);
             },
@@ -256,8 +262,10 @@ class agent_logic {
       slot.waiting_tools.erase(slot.waiting_tools.begin());
       slot.running_tools.push_back(x.tool_call_id);
       const std::string& thread_id = slot.conversation.history().id();
-      st_.ctx->emit({telemetry_kind::tool_started, st_.spec->id, thread_id, x.request_id, x.call_id,
-                     x.tool_call_id, x.iteration, 0, x.tool_name});
+      st_.ctx->emit(telemetry_kind::tool_started, [&] {
+      return telemetry_event{telemetry_kind::tool_started, st_.spec->id, thread_id, x.request_id, x.call_id,
+                     x.tool_call_id, x.iteration, 0, x.tool_name};
+    });
       if (auto r = st_.requests.find(x.request_id); r != st_.requests.end() && r->second.stream)
         self_->send(r->second.reply_to, event_atom::value,
                     stream_event{tool_started_event{x.request_id, x.tool_call_id, x.tool_name, x.arguments}});
@@ -274,27 +282,33 @@ class agent_logic {
         overloaded{
             [&](const llm_delta& d) {
               if (state.status != react_status::awaiting_llm || d.call_id != state.call_id) return;
-              st_.ctx->emit({telemetry_kind::llm_delta, st_.spec->id, thread_id, state.request_id,
-                             d.call_id, {}, state.iteration, 0, {}});
+              st_.ctx->emit(telemetry_kind::llm_delta, [&] {
+      return telemetry_event{telemetry_kind::llm_delta, st_.spec->id, thread_id, state.request_id,
+                             d.call_id, {}, state.iteration, 0, {}};
+    });
               if (auto r = st_.requests.find(state.request_id); r != st_.requests.end() && r->second.stream)
                 self_->send(r->second.reply_to, event_atom::value,
                             stream_event{delta_event{state.request_id, d.text, d.thinking}});
             },
             [&](const llm_result& r) {
               if (state.status != react_status::awaiting_llm || r.call_id != state.call_id) return;
-              st_.ctx->emit({r.ok() ? telemetry_kind::llm_completed : telemetry_kind::llm_error,
+              st_.ctx->emit(r.ok() ? telemetry_kind::llm_completed : telemetry_kind::llm_error, [&] {
+      return telemetry_event{r.ok() ? telemetry_kind::llm_completed : telemetry_kind::llm_error,
                              st_.spec->id, thread_id, state.request_id, r.call_id, {}, state.iteration,
                              steady_us() - slot.llm_started_us,
-                             r.ok() ? std::string{} : std::get<error_info>(r.outcome).type});
+                             r.ok() ? std::string{} : std::get<error_info>(r.outcome).type};
+    });
             },
             [&](const tool_result& r) {
               if (state.status != react_status::awaiting_tools || r.call_id != state.call_id) return;
               auto running = std::find(slot.running_tools.begin(), slot.running_tools.end(), r.tool_call_id);
               if (running == slot.running_tools.end()) return;
               slot.running_tools.erase(running);
-              st_.ctx->emit({r.ok() ? telemetry_kind::tool_completed : telemetry_kind::tool_error,
+              st_.ctx->emit(r.ok() ? telemetry_kind::tool_completed : telemetry_kind::tool_error, [&] {
+      return telemetry_event{r.ok() ? telemetry_kind::tool_completed : telemetry_kind::tool_error,
                              st_.spec->id, thread_id, state.request_id, r.call_id, r.tool_call_id,
-                             state.iteration, 0, r.tool_name});
+                             state.iteration, 0, r.tool_name};
+    });
               if (auto q = st_.requests.find(state.request_id); q != st_.requests.end() && q->second.stream)
                 self_->send(q->second.reply_to, event_atom::value,
                             stream_event{tool_finished_event{state.request_id, r.tool_call_id, r.tool_name, r.outcome}});
@@ -313,10 +327,12 @@ class agent_logic {
                  : std::get<error_info>(r.outcome).type == error_type::cancelled
                        ? telemetry_kind::request_cancelled
                        : telemetry_kind::request_failed;
-      st_.ctx->emit({kind, st_.spec->id, it->second.thread_id, r.request_id, {}, {}, r.iterations,
+      st_.ctx->emit(kind, [&] {
+      return telemetry_event{kind, st_.spec->id, it->second.thread_id, r.request_id, {}, {}, r.iterations,
                      steady_us() - it->second.started_us,
                      r.ok() ? std::string{} : std::get<error_info>(r.outcome).type + ": " +
-                                                  std::get<error_info>(r.outcome).message});
+                                                  std::get<error_info>(r.outcome).message};
+    });
       send_reply(it->second.reply_to, std::move(r));
       st_.requests.erase(it);
     }

@@ -1,5 +1,6 @@
 #include "actors/executors.hpp"
 
+#include <mutex>
 #include <unordered_map>
 
 namespace troupe {
@@ -25,15 +26,25 @@ caf::behavior llm_executor(llm_executor_self* self, std::shared_ptr<runtime_cont
       [self](exec_atom, const llm_stream& request, const caf::actor& agent,
              const std::string& thread_id, const std::shared_ptr<llm_provider>& provider) {
         const std::string call_id = request.call_id;
+        // Whether the call outlived stream(): only then does the executor keep
+        // its handle, and only then must the result tell it to let go.
+        struct progress {
+          std::mutex mutex;
+          bool returned = false;
+          bool finished = false;
+        };
+        auto state = std::make_shared<progress>();
         // Callbacks may run on the provider's threads: they only send messages.
         llm_callbacks callbacks{
             [agent, thread_id](llm_delta d) {
               caf::anon_send(agent, signal_atom::value, thread_id, signal{std::move(d)});
             },
-            [agent, thread_id, me = caf::actor_cast<caf::actor>(self)](llm_result r) {
+            [agent, thread_id, state, me = caf::actor_cast<caf::actor>(self)](llm_result r) {
               const std::string id = r.call_id;
               caf::anon_send(agent, signal_atom::value, thread_id, signal{std::move(r)});
-              caf::anon_send(me, forget_atom::value, id);
+              std::lock_guard lock(state->mutex);
+              state->finished = true;
+              if (state->returned) caf::anon_send(me, forget_atom::value, id);
             }};
         std::unique_ptr<llm_call> call;
         try {
@@ -43,7 +54,9 @@ caf::behavior llm_executor(llm_executor_self* self, std::shared_ptr<runtime_cont
                      signal{llm_result{call_id, error_info{"provider_failed", e.what(), {}, 1, {}}}});
           return;
         }
-        if (call) self->state.calls[call_id] = std::move(call);
+        std::lock_guard lock(state->mutex);
+        state->returned = true;
+        if (call && !state->finished) self->state.calls[call_id] = std::move(call);
       },
       [self](cancel_atom, const std::string& call_id, const std::string&) {
         auto it = self->state.calls.find(call_id);

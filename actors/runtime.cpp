@@ -19,6 +19,7 @@ struct request::state {
   std::string id;
   std::string agent_id;
   std::function<void(const stream_event&)> on_event;
+  std::function<void(const reply&)> on_reply;
   std::weak_ptr<agent::impl_ref> rt;
 
   mutable std::mutex mutex;
@@ -28,6 +29,7 @@ struct request::state {
   // Called once, by the broker that owns the request.
   void deliver(reply r) {
     if (on_event) on_event(stream_event{request_finished_event{r}});
+    if (on_reply) on_reply(r);
     {
       std::lock_guard lock(mutex);
       result = std::move(r);
@@ -191,6 +193,7 @@ request runtime::impl::ask(const std::string& agent_id, std::string question, as
   s->id = options.request_id.empty() ? random_ids().next("req") : std::move(options.request_id);
   s->agent_id = agent_id;
   s->on_event = std::move(options.on_event);
+  s->on_reply = std::move(options.on_reply);
   s->rt = self_ref;
   request handle(s);
 

@@ -46,6 +46,9 @@ struct ask_options {
   // Called for every stream event of the request, on a runtime thread; keep
   // it short. The last event is always a request_finished_event.
   std::function<void(const stream_event&)> on_event{};
+  // Called once with the reply, on a runtime thread, without subscribing to
+  // the stream: the cheap way to chain requests without blocking.
+  std::function<void(const reply&)> on_reply{};
 };
 
 class runtime;

@@ -97,8 +97,14 @@ struct runtime_context {
   std::atomic<bool> shutting_down{false};
 
   bool wants(telemetry_kind k) const { return telemetry && telemetry->wants(k); }
-  void emit(const telemetry_event& e) const {
-    if (telemetry && telemetry->wants(e.kind)) telemetry->emit(e);
+  // Builds the event only if the sink wants its kind: events copy several
+  // strings and most kinds are off in production.
+  template <class Build>
+  void emit(telemetry_kind k, Build&& build) const {
+    if (!wants(k)) return;
+    telemetry_event e = build();
+    e.kind = k;
+    telemetry->emit(e);
   }
 };
 

@@ -4,7 +4,7 @@
 #include "actors/executors.hpp"
 
 #include <chrono>
-#include <deque>
+#include <vector>
 #include <unordered_map>
 
 namespace troupe {
@@ -17,7 +17,9 @@ struct child {
   std::shared_ptr<const agent_spec> spec;
   std::shared_ptr<const react_config> config;
   caf::actor actor;
-  std::deque<steady::time_point> restarts;  // within the window
+  // Restarts within the window. A vector: an empty std::deque allocates
+  // about 600 bytes, and most agents never restart.
+  std::vector<steady::time_point> restarts;
   bool stopping = false;
 };
 
@@ -69,7 +71,9 @@ void on_agent_down(supervisor_self* self, const std::string& id, const caf::erro
   const bool crashed = reason && reason != caf::exit_reason::normal;
   const std::string why = crashed ? self->system().render(reason) : "stopped";
   if (crashed)
-    st.ctx->emit({telemetry_kind::agent_crashed, id, {}, {}, {}, {}, 0, 0, why});
+    st.ctx->emit(telemetry_kind::agent_crashed, [&] {
+      return telemetry_event{telemetry_kind::agent_crashed, id, {}, {}, {}, {}, 0, 0, why};
+    });
 
   const restart_policy policy = c.spec->restart;
   const bool restart = !c.stopping && !st.shutting_down &&
@@ -82,20 +86,23 @@ void on_agent_down(supervisor_self* self, const std::string& id, const caf::erro
     return;
   }
   const auto now = steady::now();
-  while (!c.restarts.empty() && now - c.restarts.front() > st.ctx->restart_window)
-    c.restarts.pop_front();
+  std::erase_if(c.restarts, [&](steady::time_point t) { return now - t > st.ctx->restart_window; });
   if (static_cast<int>(c.restarts.size()) >= st.ctx->max_restarts) {
     const std::string report = "agent " + id + " stopped " + std::to_string(c.restarts.size() + 1) +
                                " times within " + std::to_string(st.ctx->restart_window.count()) +
                                " ms (last: " + why + "); it is not restarted again";
     st.ctx->agents.mark_failed(id, report);
-    st.ctx->emit({telemetry_kind::agent_escalated, id, {}, {}, {}, {}, 0, 0, report});
+    st.ctx->emit(telemetry_kind::agent_escalated, [&] {
+      return telemetry_event{telemetry_kind::agent_escalated, id, {}, {}, {}, {}, 0, 0, report};
+    });
     st.agents.erase(it);
     return;
   }
   c.restarts.push_back(now);
   start_agent(self, c);
-  st.ctx->emit({telemetry_kind::agent_restarted, id, {}, {}, {}, {}, 0, 0, why});
+  st.ctx->emit(telemetry_kind::agent_restarted, [&] {
+      return telemetry_event{telemetry_kind::agent_restarted, id, {}, {}, {}, {}, 0, 0, why};
+    });
 }
 
 caf::behavior supervisor(supervisor_self* self, std::shared_ptr<runtime_context> ctx,

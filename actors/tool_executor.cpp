@@ -58,7 +58,9 @@ class tool_logic {
     r = running_tool{std::move(exec), std::move(agent), std::move(thread_id), std::move(agent_id),
                      std::move(tool)};
     r.started_us = steady_us();
-    self_->delayed_send(self_, timeout, timeout_atom::value, key);
+    // An inline tool runs to its end within attempt(): no timer could stop it,
+    // and arming one would wake the clock thread for every call.
+    if (r.tool->definition().blocking) self_->delayed_send(self_, timeout, timeout_atom::value, key);
     attempt(key);
   }
 
@@ -91,9 +93,11 @@ class tool_logic {
     const retry_policy& policy = r.tool->definition().retry;
     if (failed && result.retryable && r.attempt < policy.max_attempts) {
       ++r.attempt;
-      st_.ctx->emit({telemetry_kind::tool_retry, r.agent_id, r.thread_id, r.exec.request_id,
+      st_.ctx->emit(telemetry_kind::tool_retry, [&] {
+      return telemetry_event{telemetry_kind::tool_retry, r.agent_id, r.thread_id, r.exec.request_id,
                      r.exec.call_id, r.exec.tool_call_id, r.exec.iteration, 0,
-                     r.exec.tool_name + ": " + std::get<error_info>(result.outcome).message});
+                     r.exec.tool_name + ": " + std::get<error_info>(result.outcome).message};
+    });
       self_->delayed_send(self_, policy.backoff_before(r.attempt), retry_atom::value, key, r.attempt);
       return;
     }
@@ -109,9 +113,11 @@ class tool_logic {
     running_tool& r = it->second;
     r.cancelled->store(true);
     const auto ms = (steady_us() - r.started_us) / 1000;
-    st_.ctx->emit({telemetry_kind::tool_timeout, r.agent_id, r.thread_id, r.exec.request_id,
+    st_.ctx->emit(telemetry_kind::tool_timeout, [&] {
+      return telemetry_event{telemetry_kind::tool_timeout, r.agent_id, r.thread_id, r.exec.request_id,
                    r.exec.call_id, r.exec.tool_call_id, r.exec.iteration, steady_us() - r.started_us,
-                   r.exec.tool_name});
+                   r.exec.tool_name};
+    });
     self_->send(r.agent, signal_atom::value, r.thread_id,
                 signal{tool_result{r.exec.call_id, r.exec.tool_call_id, r.exec.tool_name,
                                    error_info{error_type::timeout,
