@@ -58,7 +58,7 @@ namespace {
 
 struct pending_request {
   std::shared_ptr<request::state> state;
-  caf::actor_addr agent;
+  caf::actor agent;
 };
 
 struct broker_state {
@@ -104,7 +104,7 @@ caf::behavior broker(broker_self* self, std::shared_ptr<runtime_context> ctx) {
         if (asked.empty()) self->monitor(agent);
         asked.insert(q.request_id);
         const bool stream = static_cast<bool>(s->on_event);
-        st.pending[q.request_id] = pending_request{std::move(s), agent.address()};
+        st.pending[q.request_id] = pending_request{std::move(s), agent};
         self->send(agent, ask_atom::value, std::move(q), caf::actor_cast<caf::actor>(self), stream);
       },
       [self](reply_atom, reply r) {
@@ -113,8 +113,14 @@ caf::behavior broker(broker_self* self, std::shared_ptr<runtime_context> ctx) {
         if (it == st.pending.end()) return;
         pending_request p = std::move(it->second);
         st.pending.erase(it);
-        if (auto a = st.by_agent.find(p.agent); a != st.by_agent.end()) a->second.erase(r.request_id);
+        if (auto a = st.by_agent.find(p.agent.address()); a != st.by_agent.end()) a->second.erase(r.request_id);
         p.state->deliver(std::move(r));
+      },
+      // Cancels travel the asks' path, so a cancel never overtakes its ask.
+      [self](cancel_atom, const std::string& request_id, const std::string& reason) {
+        auto it = self->state.pending.find(request_id);
+        if (it != self->state.pending.end())
+          self->send(it->second.agent, cancel_atom::value, request_id, reason);
       },
       [self](event_atom, const stream_event& e) {
         const std::string& id = std::visit(
@@ -215,9 +221,8 @@ request runtime::impl::ask(const std::string& agent_id, std::string question, as
 
 void request::cancel(std::string reason) const {
   auto rt = state_->rt.lock();
-  if (!rt || !rt->impl) return;
-  if (auto a = rt->impl->ctx->agents.find(state_->agent_id))
-    caf::anon_send(*a, cancel_atom::value, state_->id, std::move(reason));
+  if (!rt || !rt->impl || rt->impl->stopped) return;
+  caf::anon_send(rt->impl->broker_for(state_->agent_id), cancel_atom::value, state_->id, std::move(reason));
 }
 
 runtime::runtime(runtime_options options) {

@@ -55,8 +55,7 @@ thread conversation(std::size_t n) {
 }
 
 // Appending one entry at a time, as an agent commits. With HoldSnapshot, a
-// snapshot is held across every append — the worst case, since the per-kind
-// counts are then copied on each append.
+// snapshot is held across every append, as a store or a reader would.
 template <bool HoldSnapshot>
 void BM_thread_append(benchmark::State& state) {
   cheap_ids ids;

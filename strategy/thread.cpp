@@ -22,9 +22,11 @@ const json::object& thread_view::metadata() const {
 
 thread_stats thread_view::stats() const {
   thread_stats s{size_, {}};
-  if (kind_counts_)
-    for (const auto& kc : *kind_counts_)
-      if (kc.second > 0) s.by_kind.push_back(kc);
+  for (const entry& e : entries()) {
+    auto it = std::find_if(s.by_kind.begin(), s.by_kind.end(), [&](const auto& kc) { return kc.first == e.kind; });
+    if (it == s.by_kind.end()) s.by_kind.emplace_back(e.kind, 1);
+    else ++it->second;
+  }
   return s;
 }
 
@@ -80,16 +82,6 @@ void thread::set_metadata(json::object metadata) {
 
 void thread::push(std::span<entry> stamped) {
   if (stamped.empty()) return;
-
-  // Counts are shared with snapshots: copy them first if anyone else holds
-  // them, and make room for new kinds before anything is appended.
-  if (!kind_counts_ || kind_counts_.use_count() > 1)
-    kind_counts_ = std::make_shared<kind_counts>(kind_counts_ ? *kind_counts_ : kind_counts{});
-  for (const entry& e : stamped)
-    if (std::none_of(kind_counts_->begin(), kind_counts_->end(),
-                     [&](const auto& kc) { return kc.first == e.kind; }))
-      kind_counts_->emplace_back(e.kind, 0);
-
   if (!log_) log_ = std::make_shared<entry_log>();
   if (!log_->try_append(size_, stamped)) {
     // Another copy of this thread has grown the shared storage past what this
@@ -101,12 +93,6 @@ void thread::push(std::span<entry> stamped) {
     auto own = std::make_shared<entry_log>();
     own->try_append(0, all);
     log_ = std::move(own);
-  }
-
-  for (std::size_t i = size_; i < size_ + stamped.size(); ++i) {
-    const std::string& kind = (*log_)[i].kind;
-    for (auto& kc : *kind_counts_)
-      if (kc.first == kind) ++kc.second;
   }
   size_ += stamped.size();
   rev_ += stamped.size();

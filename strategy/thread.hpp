@@ -92,6 +92,8 @@ class entry_range {
   std::size_t last_ = 0;
 };
 
+// Derived on demand (O(entries)): nothing is kept per append, so snapshots
+// and stores sharing a thread never make its appends copy anything.
 struct thread_stats {
   std::size_t entry_count = 0;
   std::vector<std::pair<std::string, std::size_t>> by_kind;  // in order of first appearance
@@ -129,15 +131,11 @@ class thread_view {
  protected:
   thread_view() = default;
 
-  // Counts per kind, shared with snapshots and copied only when shared.
-  using kind_counts = std::vector<std::pair<std::string, std::size_t>>;
-
   std::string id_;
   std::uint64_t rev_ = 0;
   std::int64_t created_at_ = 0;
   std::int64_t updated_at_ = 0;
   std::shared_ptr<const boost::json::object> metadata_;
-  std::shared_ptr<kind_counts> kind_counts_;
   std::shared_ptr<entry_log> log_;  // null until the first append
   std::size_t size_ = 0;
 };

@@ -285,3 +285,14 @@ TEST_CASE("stream events report deltas, tools and the end of the request") {
   // tool started, tool finished, delta "bye", finished
   CHECK(kinds == std::vector<std::size_t>{1, 2, 0, 3});
 }
+
+TEST_CASE("a cancel sent right after its ask is never overtaken by it") {
+  auto model = std::make_shared<scripted_provider>([](const llm_stream&) { return stalls(); });
+  runtime rt({.provider = model});
+  agent a = rt.spawn_agent({.id = "a", .model = "m"});
+  for (int i = 0; i < 20; ++i) {
+    request r = a.ask("question " + std::to_string(i));
+    r.cancel();
+    CHECK(error_type_of(must_reply(r)) == "cancelled");
+  }
+}
