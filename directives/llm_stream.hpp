@@ -13,7 +13,7 @@ namespace troupe {
 struct llm_stream {
   std::string call_id;
   std::string model;
-  std::vector<llm_message> messages;
+  message_list messages;
   tool_set tools;  // may be null: no tools
   generation_params params;
   std::string request_id;

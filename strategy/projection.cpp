@@ -17,61 +17,83 @@ std::string tool_result_text(const json::object& payload) {
 
 namespace {
 
+// Adds entries to a projection in progress. Reads only the fields each
+// entry's kind needs.
 class projector {
  public:
-  projector(std::string_view system_prompt, std::size_t at_most) {
-    messages_.reserve(at_most);
-    if (!system_prompt.empty())
-      messages_.push_back(llm_message{"system", std::string(system_prompt), {}, {}, {}});
-  }
+  explicit projector(projected_prefix& into) : p_(into) {}
 
-  // Runs for every entry of every model call: it reads only the fields the
-  // entry's kind needs.
   void add(std::string_view kind, const json::object& payload, const json::object& refs) {
     if (kind == entry_kind::message) {
-      llm_message& m = messages_.emplace_back();
+      llm_message m;
       m.role = string_field(payload, "role").value_or("user");
       m.content = string_field(payload, "content").value_or("");
       // Tool calls of the same model call join this message.
-      open_call_id_ = m.role == "assistant" ? string_field(refs, "call_id").value_or("") : std::string_view{};
+      p_.open_call_id = m.role == "assistant" ? string_field(refs, "call_id").value_or("") : "";
+      p_.messages.push_back(std::move(m));
     } else if (kind == entry_kind::tool_call) {
       const std::string_view call_id = string_field(refs, "call_id").value_or("");
-      if (open_call_id_.empty() || open_call_id_ != call_id) {
-        messages_.push_back(llm_message{"assistant", "", {}, {}, {}});
-        open_call_id_ = call_id;
+      if (p_.open_call_id.empty() || p_.open_call_id != call_id) {
+        p_.messages.push_back(llm_message{"assistant", "", {}, {}, {}});
+        p_.open_call_id = call_id;
       }
       tool_call c;
       c.id = string_field(refs, "tool_call_id").value_or("");
       c.name = string_field(payload, "name").value_or("");
       if (const json::value* args = payload.if_contains("arguments"))
         if (const json::object* o = args->if_object()) c.arguments = *o;
-      messages_.back().tool_calls.push_back(std::move(c));
+      p_.messages.edit_back().tool_calls.push_back(std::move(c));
     } else if (kind == entry_kind::tool_result) {
-      llm_message& m = messages_.emplace_back();
+      llm_message m;
       m.role = "tool";
       m.tool_call_id = string_field(refs, "tool_call_id").value_or("");
       m.name = string_field(payload, "name").value_or("");
       m.content = tool_result_text(payload);
-      open_call_id_ = {};
+      p_.messages.push_back(std::move(m));
+      p_.open_call_id.clear();
     }
   }
 
-  std::vector<llm_message> finish() && { return std::move(messages_); }
-
  private:
-  std::vector<llm_message> messages_;
-  // The model call whose assistant message is last and can take tool calls.
-  std::string_view open_call_id_;
+  projected_prefix& p_;
 };
 
 }  // namespace
 
-std::vector<llm_message> project_messages(std::string_view system_prompt, const thread_view& t,
-                                          std::span<const entry_draft> pending) {
-  projector p(system_prompt, t.size() + pending.size() + 1);
-  for (const entry& e : t.entries()) p.add(e.kind, e.payload, e.refs);
+std::shared_ptr<const projected_prefix> project_prefix(std::shared_ptr<const projected_prefix> prefix,
+                                                       std::string_view system_prompt,
+                                                       const thread_view& t) {
+  const bool usable = prefix && prefix->thread_id == t.id() && prefix->system_prompt == system_prompt &&
+                      prefix->basis <= t.size();
+  if (usable && prefix->basis == t.size()) return prefix;
+
+  auto next = std::make_shared<projected_prefix>();
+  if (usable) {
+    *next = *prefix;
+  } else {
+    next->thread_id = t.id();
+    next->system_prompt = system_prompt;
+    if (!system_prompt.empty())
+      next->messages.push_back(llm_message{"system", std::string(system_prompt), {}, {}, {}});
+  }
+  projector p(*next);
+  for (const entry& e : t.slice(next->basis, t.size())) p.add(e.kind, e.payload, e.refs);
+  next->basis = t.size();
+  return next;
+}
+
+message_list with_pending(const projected_prefix& prefix, std::span<const entry_draft> pending) {
+  projected_prefix all;
+  all.messages = prefix.messages;
+  all.open_call_id = prefix.open_call_id;
+  projector p(all);
   for (const entry_draft& d : pending) p.add(d.kind, d.payload, d.refs);
-  return std::move(p).finish();
+  return std::move(all.messages);
+}
+
+message_list project_messages(std::string_view system_prompt, const thread_view& t,
+                              std::span<const entry_draft> pending) {
+  return with_pending(*project_prefix(nullptr, system_prompt, t), pending);
 }
 
 }  // namespace troupe

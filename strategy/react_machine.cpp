@@ -182,10 +182,12 @@ class stepper {
     state_.status = react_status::awaiting_llm;
     state_.call_id = ids_.next("call");
     clear_stream();
+    const std::string& system_prompt =
+        state_.overrides.system_prompt ? *state_.overrides.system_prompt : config_.system_prompt;
+    state_.projection.value = project_prefix(std::move(state_.projection.value), system_prompt, thread_);
     directives_.push_back(llm_stream{
         state_.call_id, state_.overrides.model.value_or(config_.model),
-        project_messages(state_.overrides.system_prompt.value_or(config_.system_prompt), thread_,
-                         entries_),
+        with_pending(*state_.projection.value, entries_),
         config_.tools, generation_params::overlay(config_.params, state_.overrides.params),
         state_.request_id, state_.iteration});
   }

@@ -9,10 +9,12 @@
 #include "signals/tool_call.hpp"
 #include "signals/tool_result.hpp"
 #include "signals/token_usage.hpp"
+#include "strategy/projection.hpp"
 
 #include <boost/json/value.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,6 +38,15 @@ struct pending_tool_call {
   friend bool operator==(const pending_tool_call&, const pending_tool_call&) = default;
 };
 
+// Data derived from the thread that the machine keeps to avoid recomputing
+// it. Never serialised, and never part of a state's identity: a state
+// without it computes the same outputs.
+template <class T>
+struct derived_cache {
+  std::shared_ptr<const T> value;
+  friend bool operator==(const derived_cache&, const derived_cache&) { return true; }
+};
+
 struct react_state {
   react_status status = react_status::idle;
 
@@ -52,6 +63,8 @@ struct react_state {
 
   token_usage request_usage;
   token_usage thread_usage;  // the session total over every request
+
+  derived_cache<projected_prefix> projection;  // of the thread as of the last model call
 
   bool busy() const {
     return status == react_status::awaiting_llm || status == react_status::awaiting_tools;

@@ -151,7 +151,7 @@ class fuzzer {
   }
 
   // Every tool message answers a tool call announced earlier in the context.
-  static void check_projection(const std::vector<llm_message>& messages) {
+  static void check_projection(const message_list& messages) {
     std::set<std::string> announced;
     for (const llm_message& m : messages) {
       for (const tool_call& c : m.tool_calls) announced.insert(c.id);
