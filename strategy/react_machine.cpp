@@ -102,9 +102,11 @@ class stepper {
     const std::string& text = c.text.empty() ? state_.streamed_text : c.text;
     const std::string& thinking = c.thinking.empty() ? state_.streamed_thinking : c.thinking;
     if (c.tool_calls.empty()) {
-      json::object payload{{"role", "assistant"}, {"content", text}};
-      if (!thinking.empty()) payload["thinking"] = thinking;
-      if (!c.finish_reason.empty()) payload["finish_reason"] = c.finish_reason;
+      json::object payload = payload_of(4);
+      payload.emplace("role", "assistant");
+      payload.emplace("content", text);
+      if (!thinking.empty()) payload.emplace("thinking", thinking);
+      if (!c.finish_reason.empty()) payload.emplace("finish_reason", c.finish_reason);
       commit(entry_kind::message, std::move(payload), refs(state_.call_id));
       directives_.push_back(
           reply{state_.request_id, text, state_.request_usage, state_.iteration});
@@ -131,8 +133,10 @@ class stepper {
                                      [&](const auto& q) { return q.call.id == p.call.id; });
       if (p.call.id.empty() || taken) p.call.id = ids_.next("toolcall");
 
-      json::object payload{{"name", p.call.name}, {"arguments", p.call.arguments}};
-      if (p.call.invalid_arguments) payload["invalid_arguments"] = *p.call.invalid_arguments;
+      json::object payload = payload_of(3);
+      payload.emplace("name", p.call.name);
+      payload.emplace("arguments", p.call.arguments);
+      if (p.call.invalid_arguments) payload.emplace("invalid_arguments", *p.call.invalid_arguments);
       commit(entry_kind::tool_call, std::move(payload), refs(state_.call_id, p.call.id));
 
       if (!find_tool(config_.tools, p.call.name)) {
@@ -171,7 +175,8 @@ class stepper {
   // whatever order they finished in.
   void commit_tool_results() {
     for (const pending_tool_call& p : state_.tool_calls) {
-      json::object payload{{"name", p.call.name}};
+      json::object payload = payload_of(2);
+      payload.emplace("name", p.call.name);
       put_tool_outcome(payload, *p.outcome);
       commit(entry_kind::tool_result, std::move(payload), refs(state_.call_id, p.call.id));
     }
@@ -206,12 +211,18 @@ class stepper {
     entries_.push_back(entry_draft{std::string(kind), std::move(payload), std::move(refs)});
   }
 
+  // Built with its final size: growing a Boost.JSON object rehashes it.
   json::object refs(std::string_view call_id = {}, std::string_view tool_call_id = {}) const {
-    json::object r{{"request_id", state_.request_id}, {"iteration", state_.iteration}};
-    if (!call_id.empty()) r["call_id"] = call_id;
-    if (!tool_call_id.empty()) r["tool_call_id"] = tool_call_id;
+    json::object r(4);
+    r.emplace("request_id", state_.request_id);
+    r.emplace("iteration", state_.iteration);
+    if (!call_id.empty()) r.emplace("call_id", call_id);
+    if (!tool_call_id.empty()) r.emplace("tool_call_id", tool_call_id);
     return r;
   }
+
+  // A payload object with room for `n` fields.
+  static json::object payload_of(std::size_t n) { return json::object(n); }
 
   void clear_stream() {
     state_.streamed_text.clear();
