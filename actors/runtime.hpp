@@ -79,8 +79,8 @@ class agent {
   // the agent is not running or did not answer in time.
   std::optional<thread_view> snapshot(const std::string& thread_id = {},
                                       std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
-  // Stops the agent for good (it is not restarted). Its running and queued
-  // requests end with a "shutdown" error.
+  // Stops the agent for good (it is not restarted) and returns once it has
+  // stopped. Its running and queued requests end with a "shutdown" error.
   bool stop() const;
   bool running() const;
 

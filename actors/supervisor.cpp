@@ -21,6 +21,7 @@ struct child {
   // about 600 bytes, and most agents never restart.
   std::vector<steady::time_point> restarts;
   bool stopping = false;
+  std::vector<caf::response_promise> stop_waiters;  // answered once it is down
 };
 
 struct executor_slot {
@@ -81,6 +82,7 @@ void on_agent_down(supervisor_self* self, const std::string& id, const caf::erro
                         (policy == restart_policy::transient && crashed));
   if (!restart) {
     st.ctx->agents.erase(id);
+    for (auto& p : c.stop_waiters) p.deliver(true);
     st.agents.erase(it);
     maybe_finish_shutdown(self);
     return;
@@ -139,12 +141,13 @@ caf::behavior supervisor(supervisor_self* self, std::shared_ptr<runtime_context>
         start_agent(self, c);
         return c.actor;
       },
-      [self](stop_atom, const std::string& id) -> bool {
+      [self](stop_atom, const std::string& id) -> caf::result<bool> {
         auto it = self->state.agents.find(id);
         if (it == self->state.agents.end()) return false;
         it->second.stopping = true;
         self->send(it->second.actor, stop_atom::value);
-        return true;
+        it->second.stop_waiters.push_back(self->make_response_promise());
+        return caf::delegated<bool>();
       },
       [self](shutdown_atom) -> caf::result<bool> {
         auto& st = self->state;

@@ -8,7 +8,7 @@
 // are always restarted into their pool slot.
 //
 //   (spawn_atom, spec, config) -> caf::actor      start an agent
-//   (stop_atom, agent_id)      -> bool            stop one for good
+//   (stop_atom, agent_id)      -> bool            stop one for good; answers once it is down
 //   (shutdown_atom)            -> bool            stop all agents, answer when they are down
 
 #include "actors/runtime_context.hpp"
