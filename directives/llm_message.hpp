@@ -3,12 +3,12 @@
 // a projection of the thread produces and each provider turns into its wire
 // format.
 
+#include "signals/index_iterator.hpp"
 #include "signals/tool_call.hpp"
 
 #include <boost/json/value.hpp>
 
 #include <algorithm>
-#include <compare>
 #include <cstddef>
 #include <initializer_list>
 #include <iterator>
@@ -38,35 +38,8 @@ class message_list {
   using slot = std::shared_ptr<llm_message>;
 
  public:
-  class iterator {
-   public:
-    using iterator_category = std::random_access_iterator_tag;
-    using value_type = llm_message;
-    using difference_type = std::ptrdiff_t;
-    using pointer = const llm_message*;
-    using reference = const llm_message&;
-
-    iterator() = default;
-    explicit iterator(std::vector<slot>::const_iterator it) : it_(it) {}
-    reference operator*() const { return **it_; }
-    pointer operator->() const { return it_->get(); }
-    reference operator[](difference_type n) const { return *it_[n]; }
-    iterator& operator++() { ++it_; return *this; }
-    iterator operator++(int) { auto t = *this; ++it_; return t; }
-    iterator& operator--() { --it_; return *this; }
-    iterator operator--(int) { auto t = *this; --it_; return t; }
-    iterator& operator+=(difference_type n) { it_ += n; return *this; }
-    iterator& operator-=(difference_type n) { it_ -= n; return *this; }
-    friend iterator operator+(iterator i, difference_type n) { return i += n; }
-    friend iterator operator+(difference_type n, iterator i) { return i += n; }
-    friend iterator operator-(iterator i, difference_type n) { return i -= n; }
-    friend difference_type operator-(const iterator& a, const iterator& b) { return a.it_ - b.it_; }
-    friend bool operator==(const iterator& a, const iterator& b) { return a.it_ == b.it_; }
-    friend auto operator<=>(const iterator& a, const iterator& b) { return a.it_ <=> b.it_; }
-
-   private:
-    std::vector<slot>::const_iterator it_;
-  };
+  static const llm_message& element(const std::vector<slot>& items, std::size_t i) { return *items[i]; }
+  using iterator = index_iterator<std::vector<slot>, llm_message, &message_list::element>;
   using const_iterator = iterator;
   using reverse_iterator = std::reverse_iterator<iterator>;
 
@@ -89,8 +62,8 @@ class message_list {
   const llm_message& at(std::size_t i) const { return *items_.at(i); }
   const llm_message& front() const { return *items_.front(); }
   const llm_message& back() const { return *items_.back(); }
-  iterator begin() const { return iterator(items_.begin()); }
-  iterator end() const { return iterator(items_.end()); }
+  iterator begin() const { return iterator(&items_, 0); }
+  iterator end() const { return iterator(&items_, items_.size()); }
   reverse_iterator rbegin() const { return reverse_iterator(end()); }
   reverse_iterator rend() const { return reverse_iterator(begin()); }
 

@@ -14,6 +14,7 @@
 // OS thread reads it.
 
 #include "signals/decode_error.hpp"
+#include "signals/index_iterator.hpp"
 #include "strategy/append_log.hpp"
 #include "strategy/entry.hpp"
 #include "strategy/id_source.hpp"
@@ -41,38 +42,8 @@ using entry_log = append_log<entry>;
 // storage, so it stays valid on its own.
 class entry_range {
  public:
-  class iterator {
-   public:
-    using iterator_category = std::random_access_iterator_tag;
-    using value_type = entry;
-    using difference_type = std::ptrdiff_t;
-    using pointer = const entry*;
-    using reference = const entry&;
-
-    iterator() = default;
-    iterator(const entry_log* log, std::size_t i) : log_(log), i_(i) {}
-    reference operator*() const { return (*log_)[i_]; }
-    pointer operator->() const { return &(*log_)[i_]; }
-    reference operator[](difference_type n) const { return (*log_)[i_ + n]; }
-    iterator& operator++() { ++i_; return *this; }
-    iterator operator++(int) { auto t = *this; ++i_; return t; }
-    iterator& operator--() { --i_; return *this; }
-    iterator operator--(int) { auto t = *this; --i_; return t; }
-    iterator& operator+=(difference_type n) { i_ += n; return *this; }
-    iterator& operator-=(difference_type n) { i_ -= n; return *this; }
-    friend iterator operator+(iterator it, difference_type n) { return it += n; }
-    friend iterator operator+(difference_type n, iterator it) { return it += n; }
-    friend iterator operator-(iterator it, difference_type n) { return it -= n; }
-    friend difference_type operator-(const iterator& a, const iterator& b) {
-      return static_cast<difference_type>(a.i_) - static_cast<difference_type>(b.i_);
-    }
-    friend bool operator==(const iterator& a, const iterator& b) { return a.i_ == b.i_; }
-    friend auto operator<=>(const iterator& a, const iterator& b) { return a.i_ <=> b.i_; }
-
-   private:
-    const entry_log* log_ = nullptr;
-    std::size_t i_ = 0;
-  };
+  static const entry& element(const entry_log& log, std::size_t i) { return log[i]; }
+  using iterator = index_iterator<entry_log, entry, &entry_range::element>;
 
   entry_range() = default;
   entry_range(std::shared_ptr<const entry_log> log, std::size_t first, std::size_t last)

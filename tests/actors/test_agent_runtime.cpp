@@ -142,10 +142,7 @@ TEST_CASE("cancelling a request mid-stream ends it and drops what comes late") {
   runtime rt({.provider = model});
   agent a = rt.spawn_agent({.id = "a", .model = "m"});
   gate streaming;
-  ask_options o;
-  o.on_event = [&](const stream_event& e) {
-    if (std::holds_alternative<delta_event>(e)) streaming.open();
-  };
+  const ask_options o = open_on_first_delta(streaming);
   request r = a.ask("tell me a long story", o);
   REQUIRE(streaming.wait());
   r.cancel("changed my mind");

@@ -32,10 +32,7 @@ TEST_CASE("a crashed agent is restarted with its thread, and its request fails w
   CHECK(answer_of(must_reply(a.ask("remember 42"))) == "first answer");
 
   gate streaming;
-  ask_options o;
-  o.on_event = [&](const stream_event& e) {
-    if (std::holds_alternative<delta_event>(e)) streaming.open();
-  };
+  const ask_options o = open_on_first_delta(streaming);
   request in_flight = a.ask("a question the agent will not live to answer", o);
   REQUIRE(streaming.wait());
   const caf::actor before = current_actor(rt, "a");
@@ -110,10 +107,7 @@ TEST_CASE("a stopped agent is not restarted and its requests end with shutdown")
   runtime rt({.provider = model});
   agent a = rt.spawn_agent({.id = "a", .model = "m", .restart = restart_policy::permanent});
   gate streaming;
-  ask_options o;
-  o.on_event = [&](const stream_event& e) {
-    if (std::holds_alternative<delta_event>(e)) streaming.open();
-  };
+  const ask_options o = open_on_first_delta(streaming);
   request r = a.ask("long", o);
   REQUIRE(streaming.wait());
   CHECK(a.stop());
@@ -131,10 +125,7 @@ TEST_CASE("a crashed executor becomes an error result, never a hung request") {
     runtime rt({.provider = model, .telemetry = sink, .executors = 1});
     agent a = rt.spawn_agent({.id = "a", .model = "m"});
     gate streaming;
-    ask_options o;
-    o.on_event = [&](const stream_event& e) {
-      if (std::holds_alternative<delta_event>(e)) streaming.open();
-    };
+    const ask_options o = open_on_first_delta(streaming);
     request r = a.ask("hi", o);
     REQUIRE(streaming.wait());
     caf::anon_send_exit(rt.internals().ctx->llm_executors.all().at(0), caf::exit_reason::kill);

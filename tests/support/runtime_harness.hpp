@@ -86,6 +86,16 @@ inline std::string error_type_of(const reply& r) {
   return std::get<error_info>(r.outcome).type;
 }
 
+// Ask options that open `g` when the first delta of the answer streams in:
+// from then on the model call is in flight.
+inline ask_options open_on_first_delta(gate& g) {
+  ask_options o;
+  o.on_event = [&g](const stream_event& e) {
+    if (std::holds_alternative<delta_event>(e)) g.open();
+  };
+  return o;
+}
+
 // The latest question in a model call's context.
 inline std::string question_in(const llm_stream& s) {
   for (auto m = s.messages.rbegin(); m != s.messages.rend(); ++m)
