@@ -1,0 +1,68 @@
+#pragma once
+// HTTP requests over libcurl's multi interface: one I/O thread drives every
+// transfer, however many are in flight (no thread per request). TLS, and
+// proxies from the usual environment variables (http_proxy, https_proxy,
+// no_proxy), come from libcurl.
+//
+// Callbacks run on the I/O thread and must not block. cancel() aborts a
+// transfer at once: when it returns, none of that transfer's callbacks is
+// running and none will start.
+
+#include "signals/error_info.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace troupe {
+
+struct http_request {
+  std::string method = "POST";
+  std::string url;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  std::chrono::milliseconds connect_timeout{10'000};
+  std::chrono::milliseconds first_byte_timeout{60'000};  // from the start to the first response byte
+  std::chrono::milliseconds idle_timeout{60'000};        // between two received chunks
+  std::chrono::milliseconds total_timeout{600'000};
+};
+
+struct http_response_head {
+  int status = 0;
+  std::vector<std::pair<std::string, std::string>> headers;  // names in lower case
+  // The value of a header (by lower-case name), or "".
+  std::string_view header(std::string_view name) const;
+};
+
+struct http_callbacks {
+  std::function<void(const http_response_head&)> on_head;  // once, before the body
+  std::function<void(std::string_view)> on_body;           // each chunk as it arrives
+  // Once, last: nullopt when the response arrived whole, else why not
+  // (types network and timeout). Not called after cancel().
+  std::function<void(std::optional<error_info>)> on_done;
+};
+
+class http_client {
+ public:
+  http_client();
+  ~http_client();  // aborts what is in flight (no callbacks) and stops the I/O thread
+  http_client(const http_client&) = delete;
+  http_client& operator=(const http_client&) = delete;
+
+  std::uint64_t start(http_request request, http_callbacks callbacks);
+  void cancel(std::uint64_t id);
+  std::size_t in_flight() const;
+
+  struct impl;
+
+ private:
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace troupe

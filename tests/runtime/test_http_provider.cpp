@@ -1,0 +1,242 @@
+// The HTTP model provider against a local server that replays recorded
+// streams, cut into chunks, answers with HTTP errors and counts retries.
+
+#include "runtime/http_llm_provider.hpp"
+#include "support/http_test_server.hpp"
+
+#include <boost/json.hpp>
+#include <catch2/catch.hpp>
+
+#include <condition_variable>
+#include <fstream>
+#include <sstream>
+
+using namespace troupe;
+using namespace troupe::testing;
+using namespace std::chrono_literals;
+namespace json = boost::json;
+
+namespace {
+
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(TROUPE_FIXTURES_DIR) + "/" + name, std::ios::binary);
+  REQUIRE(in);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs one model call and waits for its result.
+struct call_probe {
+  std::mutex m;
+  std::condition_variable cv;
+  std::string deltas;
+  std::optional<llm_result> result;
+  std::unique_ptr<llm_call> handle;
+
+  llm_callbacks callbacks() {
+    return {[this](llm_delta d) {
+              std::lock_guard lock(m);
+              deltas += d.text;
+              cv.notify_all();
+            },
+            [this](llm_result r) {
+              std::lock_guard lock(m);
+              result = std::move(r);
+              cv.notify_all();
+            }};
+  }
+  const llm_result& wait() {
+    std::unique_lock lock(m);
+    REQUIRE(cv.wait_for(lock, 10s, [&] { return result.has_value(); }));
+    return *result;
+  }
+  bool wait_for_text() {
+    std::unique_lock lock(m);
+    return cv.wait_for(lock, 10s, [&] { return !deltas.empty(); });
+  }
+};
+
+llm_stream request() {
+  llm_stream s;
+  s.call_id = "call-1";
+  s.model = "test-model";
+  s.messages = {llm_message{"user", "hi", {}, {}, {}}};
+  return s;
+}
+
+http_provider_options options(const http_test_server& server, wire_format f = wire_format::openai) {
+  http_provider_options o;
+  o.format = f;
+  o.base_url = server.base_url() + (f == wire_format::openai ? "/v1" : "");
+  o.api_key = "sk-test-secret";
+  o.retry = llm_retry_policy{2, 1ms, 5ms};
+  o.first_byte_timeout = 5s;
+  o.idle_timeout = 5s;
+  return o;
+}
+
+const error_info& error_of(const llm_result& r) {
+  REQUIRE(!r.ok());
+  return std::get<error_info>(r.outcome);
+}
+
+}  // namespace
+
+TEST_CASE("an OpenAI-compatible stream over HTTP") {
+  http_test_server server;
+  auto client = std::make_shared<http_client>();
+  http_llm_provider provider(options(server), client);
+
+  SECTION("text arrives as deltas and the result carries usage") {
+    server.respond(scripted_http_response::sse(fixture("openai_text.sse"), 7));
+    call_probe p;
+    p.handle = provider.stream(request(), p.callbacks());
+    const auto& c = std::get<llm_completion>(p.wait().outcome);
+    CHECK(c.text == "Hello, world");
+    CHECK(p.deltas == "Hello, world");
+    CHECK(c.usage == token_usage{12, 3});
+
+    const recorded_request req = server.requests().at(0);
+    CHECK(req.method == "POST");
+    CHECK(req.path == "/v1/chat/completions");
+    CHECK(req.header("authorization") == "Bearer sk-test-secret");
+    CHECK(req.header("content-type") == "application/json");
+    const json::value body = json::parse(req.body);
+    CHECK(body.at("model") == "test-model");
+    CHECK(body.at("stream") == true);
+  }
+  SECTION("tool arguments in fragments, in one-byte chunks") {
+    server.respond(scripted_http_response::sse(fixture("openai_tool_fragments.sse"), 1));
+    call_probe p;
+    p.handle = provider.stream(request(), p.callbacks());
+    const auto& c = std::get<llm_completion>(p.wait().outcome);
+    REQUIRE(c.tool_calls.size() == 1);
+    CHECK(c.tool_calls[0].arguments == json::object{{"city", "Lisbon"}, {"unit", "celsius"}});
+  }
+  SECTION("a stream cut before [DONE] is a malformed response") {
+    server.respond(scripted_http_response::sse(fixture("openai_no_done.sse")));
+    call_probe p;
+    p.handle = provider.stream(request(), p.callbacks());
+    CHECK(error_of(p.wait()).type == "malformed_response");
+  }
+}
+
+TEST_CASE("failed attempts are typed, retried when it helps, and counted") {
+  http_test_server server;
+  auto client = std::make_shared<http_client>();
+  http_llm_provider provider(options(server), client);
+  call_probe p;
+
+  SECTION("401 is not retried, and the key never shows in the error") {
+    server.respond(scripted_http_response::json(401, R"({"error":{"message":"Incorrect API key provided"}})"));
+    p.handle = provider.stream(request(), p.callbacks());
+    const error_info& e = error_of(p.wait());
+    CHECK(e.type == "auth");
+    CHECK(e.http_status == 401);
+    CHECK(e.attempts == 1);
+    CHECK(server.request_count() == 1);
+    CHECK(e.message.find("sk-test-secret") == std::string::npos);
+  }
+  SECTION("429 with retry-after is retried and then succeeds") {
+    server.respond(scripted_http_response::json(429, R"({"error":{"message":"slow down"}})", {{"Retry-After", "0"}}));
+    server.respond(scripted_http_response::sse(fixture("openai_text.sse")));
+    p.handle = provider.stream(request(), p.callbacks());
+    CHECK(p.wait().ok());
+    CHECK(server.request_count() == 2);
+  }
+  SECTION("500 until the retries run out") {
+    for (int i = 0; i < 3; ++i) server.respond(scripted_http_response::json(500, "oops"));
+    p.handle = provider.stream(request(), p.callbacks());
+    const error_info& e = error_of(p.wait());
+    CHECK(e.type == "server");
+    CHECK(e.attempts == 3);
+    CHECK(server.request_count() == 3);
+  }
+  SECTION("529 is overloaded and retried") {
+    server.respond(scripted_http_response::json(529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})"));
+    server.respond(scripted_http_response::sse(fixture("openai_text.sse")));
+    p.handle = provider.stream(request(), p.callbacks());
+    CHECK(p.wait().ok());
+    CHECK(server.request_count() == 2);
+  }
+  SECTION("an error inside a stream that already streamed text is not retried") {
+    server.respond(scripted_http_response::sse(fixture("openai_error_in_stream.sse")));
+    p.handle = provider.stream(request(), p.callbacks());
+    CHECK(error_of(p.wait()).type == "server");
+    CHECK(server.request_count() == 1);
+    CHECK(p.deltas == "Partial");
+  }
+}
+
+TEST_CASE("the network side of a model call") {
+  auto client = std::make_shared<http_client>();
+
+  SECTION("an unreachable server is a network error, retried then reported") {
+    int port;
+    {
+      http_test_server closed;
+      port = closed.port();
+    }
+    http_provider_options o;
+    o.base_url = "http://127.0.0.1:" + std::to_string(port) + "/v1";
+    o.retry = llm_retry_policy{1, 1ms, 2ms};
+    http_llm_provider provider(o, client);
+    call_probe p;
+    p.handle = provider.stream(request(), p.callbacks());
+    const error_info& e = error_of(p.wait());
+    CHECK(e.type == "network");
+    CHECK(e.attempts == 2);
+  }
+  SECTION("a stream that stalls hits the idle timeout") {
+    http_test_server server;
+    auto stalled = scripted_http_response::sse("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n");
+    stalled.stall = true;
+    server.respond(stalled);
+    http_provider_options o = options(server);
+    o.idle_timeout = 200ms;
+    http_llm_provider provider(o, client);
+    call_probe p;
+    p.handle = provider.stream(request(), p.callbacks());
+    const error_info& e = error_of(p.wait());
+    CHECK(e.type == "timeout");
+    CHECK(p.deltas == "hi");
+    CHECK(server.request_count() == 1);  // text was streamed: not retried
+  }
+  SECTION("cancelling aborts the transfer at once and nothing comes after") {
+    http_test_server server;
+    // One event with text now, the rest ten seconds later.
+    auto slow = scripted_http_response::sse("");
+    slow.chunks = {"data: {\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n\n", fixture("openai_text.sse")};
+    slow.pause = 10s;
+    server.respond(slow);
+    http_llm_provider provider(options(server), client);
+    call_probe p;
+    p.handle = provider.stream(request(), p.callbacks());
+    REQUIRE(p.wait_for_text());
+    const auto before = std::chrono::steady_clock::now();
+    p.handle->cancel();
+    CHECK(std::chrono::steady_clock::now() - before < 2s);
+    std::lock_guard lock(p.m);
+    CHECK(!p.result);
+  }
+}
+
+TEST_CASE("an Anthropic stream over HTTP") {
+  http_test_server server;
+  auto client = std::make_shared<http_client>();
+  http_llm_provider provider(options(server, wire_format::anthropic), client);
+  server.respond(scripted_http_response::sse(fixture("anthropic_tool_use.sse"), 13));
+  call_probe p;
+  p.handle = provider.stream(request(), p.callbacks());
+  const auto& c = std::get<llm_completion>(p.wait().outcome);
+  REQUIRE(c.tool_calls.size() == 1);
+  CHECK(c.tool_calls[0].name == "weather");
+
+  const recorded_request req = server.requests().at(0);
+  CHECK(req.path == "/v1/messages");
+  CHECK(req.header("x-api-key") == "sk-test-secret");
+  CHECK(req.header("anthropic-version") == "2023-06-01");
+  CHECK(req.header("authorization").empty());
+  CHECK(json::parse(req.body).at("max_tokens") == 4096);
+}
