@@ -18,15 +18,15 @@ constexpr std::array<std::string_view, 17> kind_names{
 
 std::string_view to_string(telemetry_kind k) { return kind_names[static_cast<std::size_t>(k)]; }
 
-log_sink::log_sink() {
+log_sink::log_sink(bool report_failures) : report_failures_(report_failures) {
   const char* level = std::getenv("TROUPE_LOG");
   debug_ = level && std::strcmp(level, "debug") == 0;
 }
 
 bool log_sink::wants(telemetry_kind k) const {
   if (debug_) return k != telemetry_kind::llm_delta;
-  return k == telemetry_kind::request_failed || k == telemetry_kind::agent_crashed ||
-         k == telemetry_kind::agent_escalated;
+  return report_failures_ && (k == telemetry_kind::request_failed || k == telemetry_kind::agent_crashed ||
+         k == telemetry_kind::agent_escalated);
 }
 
 void log_sink::emit(const telemetry_event& e) {

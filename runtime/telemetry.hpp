@@ -44,15 +44,17 @@ class telemetry_sink {
 };
 
 // Writes one line per event to stderr when TROUPE_LOG=debug; otherwise only
-// failures, escalations and crashes.
+// failures, escalations and crashes — or nothing, for programs that report
+// failures themselves (report_failures = false).
 class log_sink final : public telemetry_sink {
  public:
-  log_sink();
+  explicit log_sink(bool report_failures = true);
   bool wants(telemetry_kind k) const override;
   void emit(const telemetry_event& e) override;
 
  private:
   bool debug_;
+  bool report_failures_;
   std::mutex mutex_;
 };
 

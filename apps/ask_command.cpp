@@ -1,0 +1,79 @@
+#include "apps/commands.hpp"
+
+#include "signals/overloaded.hpp"
+#include "strategy/thread_json.hpp"
+
+#include <boost/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+namespace troupe::cli {
+
+namespace json = boost::json;
+
+namespace {
+
+json::value error_json(const reply& r) {
+  if (r.ok()) return nullptr;
+  const error_info& e = std::get<error_info>(r.outcome);
+  json::object o{{"type", e.type}, {"message", e.message}};
+  o["http_status"] = e.http_status ? json::value(*e.http_status) : json::value(nullptr);
+  o["attempts"] = e.attempts;
+  return o;
+}
+
+}  // namespace
+
+int run_ask(const model_options& o, const std::string& question, bool as_json) {
+  cli_session s(o);
+  ask_options a;
+  a.thread_id = o.thread;
+  bool streamed = false;
+  if (!as_json)
+    a.on_event = [&](const stream_event& e) {
+      if (const auto* d = std::get_if<delta_event>(&e); d && !d->text.empty()) {
+        std::fwrite(d->text.data(), 1, d->text.size(), stdout);
+        std::fflush(stdout);
+        streamed = true;
+      }
+    };
+  request r = s.assistant->ask(question, std::move(a));
+  const auto limit = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_seconds * 1000));
+  std::optional<reply> got = r.await(limit);
+  if (!got) {
+    r.cancel("the question took longer than --timeout");
+    got = r.await(std::chrono::seconds(10));
+  }
+  const reply result = got ? *got : reply{r.id(), error_info{"timeout", "no answer within the time limit", {}, 0, {}}, {}, 0};
+
+  if (as_json) {
+    const std::string thread_id = o.thread.empty() ? "cli:default" : o.thread;
+    json::array entries;
+    if (auto t = s.assistant->snapshot(thread_id))
+      for (const entry& e : t->entries())
+        entries.push_back(json::object{{"seq", e.seq}, {"kind", e.kind}, {"payload", e.payload}, {"refs", e.refs}});
+    std::cout << json::serialize(json::object{
+                     {"status", result.ok() ? "completed" : "error"},
+                     {"answer", result.ok() ? json::value(std::get<std::string>(result.outcome)) : json::value(nullptr)},
+                     {"thread_id", thread_id},
+                     {"usage", {{"input_tokens", result.usage.input_tokens}, {"output_tokens", result.usage.output_tokens}}},
+                     {"error", error_json(result)},
+                     {"entries", std::move(entries)}})
+              << "\n";
+  } else if (result.ok()) {
+    if (!streamed) std::cout << std::get<std::string>(result.outcome);
+    std::cout << "\n";
+  } else {
+    if (streamed) std::cout << "\n";
+    const error_info& e = std::get<error_info>(result.outcome);
+    std::cerr << "troupe: " << e.type << ": " << e.message;
+    if (e.http_status) std::cerr << " (HTTP " << *e.http_status << ")";
+    if (e.attempts > 1) std::cerr << " after " << e.attempts << " attempts";
+    std::cerr << "\n";
+  }
+  s.rt->shutdown();
+  return result.ok() ? 0 : 1;
+}
+
+}  // namespace troupe::cli

@@ -1,0 +1,107 @@
+#include "apps/commands.hpp"
+
+#include "runtime/random_ids.hpp"
+
+#include <editline/readline.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <unistd.h>
+
+namespace troupe::cli {
+
+namespace {
+
+std::atomic<bool> interrupted{false};
+
+void on_sigint(int) { interrupted = true; }
+
+bool read_line(bool tty, std::string& line) {
+  if (!tty) return static_cast<bool>(std::getline(std::cin, line));
+  char* raw = readline("you> ");
+  if (!raw) return false;
+  line = raw;
+  if (!line.empty()) add_history(raw);
+  std::free(raw);
+  return true;
+}
+
+std::string trim(const std::string& s) {
+  const auto a = s.find_first_not_of(" \t\r\n");
+  if (a == std::string::npos) return {};
+  return s.substr(a, s.find_last_not_of(" \t\r\n") - a + 1);
+}
+
+}  // namespace
+
+int run_chat(const model_options& o) {
+  cli_session s(o);
+  const bool tty = isatty(STDIN_FILENO);
+  // Ctrl-C cancels the answer being written, not the chat.
+  std::signal(SIGINT, on_sigint);
+  std::string thread = o.thread.empty() ? "cli:default" : o.thread;
+  token_usage session;
+  int failures = 0;
+  if (tty)
+    std::cout << "troupe chat with " << s.model << ". /reset starts a new thread, /thread shows it, /quit leaves.\n";
+
+  std::string line;
+  while (read_line(tty, line)) {
+    const std::string text = trim(line);
+    if (text.empty()) continue;
+    if (text == "/quit" || text == "/exit") break;
+    if (text == "/reset") {
+      thread = "cli:" + random_ids().next("thread");
+      std::cout << "new thread " << thread << "\n";
+      continue;
+    }
+    if (text == "/thread") {
+      auto t = s.assistant->snapshot(thread);
+      std::cout << "thread " << thread << ": " << (t ? t->size() : 0) << " entries\n";
+      continue;
+    }
+    if (text.front() == '/') {
+      std::cout << "unknown command " << text << " (try /reset, /thread, /quit)\n";
+      continue;
+    }
+
+    interrupted = false;
+    ask_options a;
+    a.thread_id = thread;
+    a.on_event = [](const stream_event& e) {
+      if (const auto* d = std::get_if<delta_event>(&e); d && !d->text.empty()) {
+        std::fwrite(d->text.data(), 1, d->text.size(), stdout);
+        std::fflush(stdout);
+      }
+    };
+    const auto started = std::chrono::steady_clock::now();
+    request r = s.assistant->ask(text, std::move(a));
+    std::optional<reply> got;
+    const auto limit = started + std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_seconds * 1000));
+    while (!(got = r.await(std::chrono::milliseconds(100)))) {
+      if (interrupted.exchange(false)) r.cancel("interrupted by Ctrl-C");
+      if (std::chrono::steady_clock::now() > limit) r.cancel("the question took longer than --timeout");
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    std::cout << "\n";
+    session += got->usage;
+    std::FILE* notes = tty ? stdout : stderr;
+    if (!got->ok()) {
+      ++failures;
+      const error_info& e = std::get<error_info>(got->outcome);
+      std::fprintf(notes, "[%s: %s]\n", e.type.c_str(), e.message.c_str());
+    }
+    std::fprintf(notes, "(%.1f s, %lld tokens in, %lld out)\n", seconds,
+                 static_cast<long long>(got->usage.input_tokens), static_cast<long long>(got->usage.output_tokens));
+    std::fflush(notes);
+  }
+  std::fprintf(tty ? stdout : stderr, "session: %lld tokens in, %lld out\n",
+               static_cast<long long>(session.input_tokens), static_cast<long long>(session.output_tokens));
+  s.rt->shutdown();
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace troupe::cli

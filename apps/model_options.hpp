@@ -1,0 +1,55 @@
+#pragma once
+// The options `troupe ask` and `troupe chat` share, and what they resolve
+// to: a provider, a model name and an agent spec.
+
+#include "actors/runtime.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace troupe::cli {
+
+struct model_options {
+  std::string provider;  // openai | anthropic | scripted; empty: from the model's prefix
+  std::string model;     // "gpt-4o-mini" or "openai:gpt-4o-mini"
+  std::string base_url;
+  std::string api_key_env;
+  std::string system;
+  std::vector<std::string> tools;
+  std::string thread;
+  int max_iterations = 10;
+  double timeout_seconds = 300;
+  int retries = 3;
+  bool no_stream = false;
+  std::string script;
+};
+
+void add_model_options(CLI::App& command, model_options& o);
+
+// A configuration the user must fix (no API key, an unknown provider or
+// tool, an unreadable script): the message says what to do.
+struct usage_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct resolved_model {
+  std::shared_ptr<llm_provider> provider;
+  std::string model;
+};
+
+// Throws usage_error.
+resolved_model resolve_model(const model_options& o);
+
+// A runtime with the built-in tools registered, and the CLI's agent in it.
+// Throws usage_error for a tool that does not exist.
+struct cli_session {
+  explicit cli_session(const model_options& o);
+  std::unique_ptr<runtime> rt;
+  std::optional<agent> assistant;
+  std::string model;
+};
+
+}  // namespace troupe::cli
