@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Builds and runs the benchmarks and prints their medians:
-#   thread_bench   the pure core (Google Benchmark, 5 repetitions)
-#   runtime_bench  the actor runtime next to raw CAF (5 runs, each in its own process)
+# Builds and runs the benchmarks and prints their figures:
+#   thread_bench        the pure core (Google Benchmark, medians of 5)
+#   runtime_bench       the actor runtime next to raw CAF (medians of 5, each run in its own process)
+#   stream_bench        parsing a recorded model stream (Google Benchmark, medians of 5)
+#   concurrent_streams  model streams one HTTP I/O thread sustains against a local server
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-bash scripts/build.sh --target thread_bench --target runtime_bench
+bash scripts/build.sh --target thread_bench --target runtime_bench --target stream_bench --target concurrent_streams
 build="${TROUPE_BUILD_DIR:-build}"
-"$build/bench/thread_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+gbench=(--benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
+"$build/bench/thread_bench" "${gbench[@]}"
 "$build/bench/runtime_bench" --repeat 5
+"$build/bench/stream_bench" "${gbench[@]}"
+"$build/bench/concurrent_streams" --streams 1000

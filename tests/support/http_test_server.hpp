@@ -73,7 +73,7 @@ class http_test_server {
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     addr.sin_port = 0;
-    if (::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listener_, 64) != 0)
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listener_, 4096) != 0)
       throw std::runtime_error("http_test_server: cannot listen on 127.0.0.1");
     socklen_t len = sizeof addr;
     ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
@@ -83,7 +83,6 @@ class http_test_server {
 
   ~http_test_server() {
     stopping_ = true;
-    stop_cv_.notify_all();
     ::shutdown(listener_, SHUT_RDWR);
     acceptor_.join();
     ::close(listener_);
@@ -202,10 +201,17 @@ class http_test_server {
     }
   }
 
-  // Sleeps (this is the fake model being slow), unless the server stops.
+  // Sleeps (this is the fake model being slow) in short slices, so that a
+  // stopping server does not wait out a long pause; no lock is shared, so a
+  // thousand connections pausing at once do not contend.
   bool wait_or_stop(std::chrono::milliseconds d) {
-    std::unique_lock lock(mutex_);
-    return stop_cv_.wait_for(lock, d, [&] { return stopping_.load(); });
+    const auto until = std::chrono::steady_clock::now() + d;
+    while (!stopping_) {
+      const auto left = until - std::chrono::steady_clock::now();
+      if (left <= std::chrono::steady_clock::duration::zero()) return false;
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(10)));
+    }
+    return true;
   }
 
   static bool send_all(int fd, const std::string& s) {
@@ -222,7 +228,6 @@ class http_test_server {
   int port_ = 0;
   std::atomic<bool> stopping_{false};
   mutable std::mutex mutex_;
-  std::condition_variable stop_cv_;
   std::deque<scripted_http_response> script_;
   std::vector<recorded_request> requests_;
   std::vector<std::thread> connections_;
