@@ -3,7 +3,7 @@
 // llama.cpp server, vLLM, Ollama, OpenRouter, …) or Anthropic's Messages.
 //
 // Failed attempts are typed from the status and the body; rate_limited,
-// overloaded, server, network and timeout errors are retried with backoff
+// overloaded, server and network errors are retried with backoff
 // and jitter, honouring Retry-After, as long as nothing was streamed to the
 // caller yet (a retry must never repeat text). The error that ends a call
 // says how many attempts were made. The API key goes into the request's

@@ -45,9 +45,10 @@ bool mentions_context_length(const json::object& e) {
 
 }  // namespace
 
+// Not timeout: a model that was too slow once is likely to be again, and a
+// retry would pay for the whole generation twice.
 bool is_retryable(std::string_view type) {
-  return type == "rate_limited" || type == "overloaded" || type == "server" || type == "network" ||
-         type == "timeout";
+  return type == "rate_limited" || type == "overloaded" || type == "server" || type == "network";
 }
 
 error_info classify_http_error(int status, std::string_view body, std::string_view retry_after,

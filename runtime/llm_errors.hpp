@@ -5,8 +5,8 @@
 //
 // Types: auth, permission, not_found, bad_request, context_length_exceeded,
 // rate_limited, overloaded, server, network, timeout, cancelled,
-// malformed_response. rate_limited, overloaded, server, network and timeout
-// are retried; the others are not.
+// malformed_response. rate_limited, overloaded, server and network are
+// retried; the others are not.
 
 #include "signals/error_info.hpp"
 

@@ -106,10 +106,12 @@ void openai_stream_decoder::on_event(const sse_event& e) {
     text(str(delta, "content"));
     thinking(str(delta, "reasoning_content"));
     if (const auto* calls = delta.if_contains("tool_calls"); calls && calls->is_array()) {
-      for (const json::value& c : calls->as_array()) {
-        if (!c.is_object()) continue;
-        const json::object& call = c.as_object();
-        std::size_t index = tool_calls_.size();
+      const json::array& list = calls->as_array();
+      for (std::size_t position = 0; position < list.size(); ++position) {
+        if (!list[position].is_object()) continue;
+        const json::object& call = list[position].as_object();
+        // By index; by position in this delta when a server leaves it out.
+        std::size_t index = position;
         if (const auto* i = call.if_contains("index"); i && i->is_number()) index = i->to_number<std::size_t>();
         if (index > 1024) {
           malformed("a tool call index out of range");
@@ -117,9 +119,10 @@ void openai_stream_decoder::on_event(const sse_event& e) {
         }
         if (tool_calls_.size() <= index) tool_calls_.resize(index + 1);
         partial_tool_call& p = tool_calls_[index];
-        if (auto id = str(call, "id"); !id.empty()) p.id = id;
+        // The id and the name come with the first fragment.
+        if (p.id.empty()) p.id = str(call, "id");
         if (const auto* f = call.if_contains("function"); f && f->is_object()) {
-          if (auto name = str(f->as_object(), "name"); !name.empty()) p.name = name;
+          if (p.name.empty()) p.name = str(f->as_object(), "name");
           p.arguments += str(f->as_object(), "arguments");
         }
       }

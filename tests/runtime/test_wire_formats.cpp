@@ -153,6 +153,22 @@ TEST_CASE("OpenAI streams") {
     CHECK(d.streamed_thinking == c.thinking);
     CHECK(c.usage == token_usage{5, 4});
   }
+  SECTION("tool calls without an index go by their position; id and name come from the first fragment") {
+    sse_parser p;
+    openai_stream_decoder d("c", nullptr);
+    p.feed("data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"id\":\"a\",\"function\":{\"name\":\"x\",\"arguments\":\"{\\\"k\\\":\"}},"
+           "{\"id\":\"b\",\"function\":{\"name\":\"y\",\"arguments\":\"{}\"}}]}}]}\n\n"
+           "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"id\":\"\",\"function\":{\"name\":\"x-renamed\",\"arguments\":\"1}\"}}]}}]}\n\n"
+           "data: [DONE]\n\n",
+           [&](const sse_event& e) { d.on_event(e); });
+    const llm_result r = d.finish();
+    const auto& c = completion(r);
+    REQUIRE(c.tool_calls.size() == 2);
+    CHECK(c.tool_calls[0].id == "a");
+    CHECK(c.tool_calls[0].name == "x");
+    CHECK(c.tool_calls[0].arguments == json::object{{"k", 1}});
+    CHECK(c.tool_calls[1].name == "y");
+  }
   SECTION("a data line that is not JSON is a malformed response") {
     sse_parser p;
     openai_stream_decoder d("c", nullptr);
@@ -301,9 +317,9 @@ TEST_CASE("HTTP errors are typed from the status and the body") {
     CHECK(!parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT"));
   }
   SECTION("which errors are retried") {
-    for (const char* t : {"rate_limited", "overloaded", "server", "network", "timeout"}) CHECK(is_retryable(t));
+    for (const char* t : {"rate_limited", "overloaded", "server", "network"}) CHECK(is_retryable(t));
     for (const char* t : {"auth", "permission", "bad_request", "context_length_exceeded", "not_found",
-                          "malformed_response", "cancelled"})
+                          "malformed_response", "cancelled", "timeout"})
       CHECK(!is_retryable(t));
   }
 }
