@@ -90,8 +90,8 @@ int run_chat(const model_options& o) {
     session += got->usage;
     std::FILE* notes = tty ? stdout : stderr;
     if (!got->ok()) {
-      ++failures;
       const error_info& e = std::get<error_info>(got->outcome);
+      if (e.type != error_type::cancelled) ++failures;  // the user's own Ctrl-C is no failure
       std::fprintf(notes, "[%s: %s]\n", e.type.c_str(), e.message.c_str());
     }
     std::fprintf(notes, "(%.1f s, %lld tokens in, %lld out)\n", seconds,

@@ -11,7 +11,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <csignal>
+#include <fcntl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 using namespace troupe::testing;
 namespace json = boost::json;
@@ -128,6 +131,55 @@ TEST_CASE("troupe chat keeps the conversation across questions") {
   // The second request carries the whole conversation.
   const json::value second = json::parse(server.requests().at(1).body);
   CHECK(second.at("messages").as_array().size() == 3);
+}
+
+TEST_CASE("Ctrl-C in troupe chat cancels the answer, not the chat") {
+  const auto script = std::filesystem::temp_directory_path() / ("troupe-slow-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(script) << R"([{"chunks": ["Once upon a time"], "delay_ms": 600000}, {"text": "short answer"}])";
+
+  int to_child[2], from_child[2];
+  REQUIRE(::pipe(to_child) == 0);
+  REQUIRE(::pipe(from_child) == 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(to_child[0], STDIN_FILENO);
+    ::dup2(from_child[1], STDOUT_FILENO);
+    ::dup2(::open("/dev/null", O_WRONLY), STDERR_FILENO);  // its notes are not what is tested
+    ::close(to_child[1]);
+    ::close(from_child[0]);
+    const std::string path = script.string();
+    ::execl(TROUPE_BINARY, TROUPE_BINARY, "chat", "--script", path.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(to_child[0]);
+  ::close(from_child[1]);
+  auto say = [&](const std::string& line) { REQUIRE(::write(to_child[1], line.data(), line.size()) == static_cast<ssize_t>(line.size())); };
+  std::string out;
+  auto read_until = [&](const std::string& text) {
+    char buf[256];
+    while (out.find(text) == std::string::npos) {
+      const ssize_t n = ::read(from_child[0], buf, sizeof buf);
+      if (n <= 0) return false;
+      out.append(buf, static_cast<std::size_t>(n));
+    }
+    return true;
+  };
+
+  say("tell me a long story\n");
+  REQUIRE(read_until("Once upon a time"));  // the answer is being written
+  ::kill(pid, SIGINT);
+  say("and now?\n");
+  REQUIRE(read_until("short answer"));
+  ::close(to_child[1]);
+  char rest[256];
+  while (::read(from_child[0], rest, sizeof rest) > 0) {
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ::close(from_child[0]);
+  std::filesystem::remove(script);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
 
 TEST_CASE("troupe refuses what it cannot do, clearly") {
