@@ -222,6 +222,37 @@ TEST_CASE("the network side of a model call") {
   }
 }
 
+TEST_CASE("non-streaming calls over HTTP") {
+  http_test_server server;
+  auto client = std::make_shared<http_client>();
+
+  SECTION("OpenAI") {
+    http_provider_options o = options(server);
+    o.stream = false;
+    http_llm_provider provider(o, client);
+    server.respond(scripted_http_response::json(
+        200, R"({"choices":[{"index":0,"message":{"role":"assistant","content":"All at once."},"finish_reason":"stop"}],
+               "usage":{"prompt_tokens":3,"completion_tokens":4}})"));
+    call_probe p;
+    p.handle = provider.stream(request(), p.callbacks());
+    const auto& c = std::get<llm_completion>(p.wait().outcome);
+    CHECK(c.text == "All at once.");
+    CHECK(c.usage == token_usage{3, 4});
+    CHECK(!json::parse(server.requests().at(0).body).as_object().contains("stream"));
+  }
+  SECTION("Anthropic") {
+    http_provider_options o = options(server, wire_format::anthropic);
+    o.stream = false;
+    http_llm_provider provider(o, client);
+    server.respond(scripted_http_response::json(
+        200, R"({"type":"message","content":[{"type":"text","text":"Whole."}],"stop_reason":"end_turn",
+               "usage":{"input_tokens":5,"output_tokens":2}})"));
+    call_probe p;
+    p.handle = provider.stream(request(), p.callbacks());
+    CHECK(std::get<llm_completion>(p.wait().outcome).text == "Whole.");
+  }
+}
+
 TEST_CASE("an Anthropic stream over HTTP") {
   http_test_server server;
   auto client = std::make_shared<http_client>();
