@@ -6,6 +6,8 @@
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
 
+#include "support/fixtures.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -21,12 +23,6 @@ namespace json = boost::json;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(TROUPE_FIXTURES_DIR) + "/" + name, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 struct run_result {
   int exit_code;

@@ -3,9 +3,12 @@
 
 #include "runtime/http_llm_provider.hpp"
 #include "support/http_test_server.hpp"
+#include "support/llm_call_probe.hpp"
 
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
+
+#include "support/fixtures.hpp"
 
 #include <condition_variable>
 #include <fstream>
@@ -18,44 +21,8 @@ namespace json = boost::json;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(TROUPE_FIXTURES_DIR) + "/" + name, std::ios::binary);
-  REQUIRE(in);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
-// Runs one model call and waits for its result.
-struct call_probe {
-  std::mutex m;
-  std::condition_variable cv;
-  std::string deltas;
-  std::optional<llm_result> result;
-  std::unique_ptr<llm_call> handle;
-
-  llm_callbacks callbacks() {
-    return {[this](llm_delta d) {
-              std::lock_guard lock(m);
-              deltas += d.text;
-              cv.notify_all();
-            },
-            [this](llm_result r) {
-              std::lock_guard lock(m);
-              result = std::move(r);
-              cv.notify_all();
-            }};
-  }
-  const llm_result& wait() {
-    std::unique_lock lock(m);
-    REQUIRE(cv.wait_for(lock, 10s, [&] { return result.has_value(); }));
-    return *result;
-  }
-  bool wait_for_text() {
-    std::unique_lock lock(m);
-    return cv.wait_for(lock, 10s, [&] { return !deltas.empty(); });
-  }
-};
+using call_probe = llm_call_probe;
 
 llm_stream request() {
   llm_stream s;
@@ -94,7 +61,7 @@ TEST_CASE("an OpenAI-compatible stream over HTTP") {
     p.handle = provider.stream(request(), p.callbacks());
     const auto& c = std::get<llm_completion>(p.wait().outcome);
     CHECK(c.text == "Hello, world");
-    CHECK(p.deltas == "Hello, world");
+    CHECK(p.text == "Hello, world");
     CHECK(c.usage == token_usage{12, 3});
 
     const recorded_request req = server.requests().at(0);
@@ -165,7 +132,7 @@ TEST_CASE("failed attempts are typed, retried when it helps, and counted") {
     p.handle = provider.stream(request(), p.callbacks());
     CHECK(error_of(p.wait()).type == "server");
     CHECK(server.request_count() == 1);
-    CHECK(p.deltas == "Partial");
+    CHECK(p.text == "Partial");
   }
 }
 
@@ -200,7 +167,7 @@ TEST_CASE("the network side of a model call") {
     p.handle = provider.stream(request(), p.callbacks());
     const error_info& e = error_of(p.wait());
     CHECK(e.type == "timeout");
-    CHECK(p.deltas == "hi");
+    CHECK(p.text == "hi");
     CHECK(server.request_count() == 1);  // text was streamed: not retried
   }
   SECTION("cancelling aborts the transfer at once and nothing comes after") {

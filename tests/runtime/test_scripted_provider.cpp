@@ -2,36 +2,15 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/llm_call_probe.hpp"
+
 #include <condition_variable>
 #include <mutex>
 
 using namespace troupe;
+using namespace troupe::testing;
 
 namespace {
-struct collector {
-  std::mutex m;
-  std::condition_variable cv;
-  std::vector<llm_delta> deltas;
-  std::optional<llm_result> result;
-
-  llm_callbacks callbacks() {
-    return {[this](llm_delta d) {
-              std::lock_guard lock(m);
-              deltas.push_back(std::move(d));
-            },
-            [this](llm_result r) {
-              {
-                std::lock_guard lock(m);
-                result = std::move(r);
-              }
-              cv.notify_all();
-            }};
-  }
-  bool wait() {
-    std::unique_lock lock(m);
-    return cv.wait_for(lock, std::chrono::seconds(10), [&] { return result.has_value(); });
-  }
-};
 llm_stream request(std::string call_id) {
   llm_stream s;
   s.call_id = std::move(call_id);
@@ -45,7 +24,7 @@ TEST_CASE("the scripted provider replays its script") {
   streamed.usage = token_usage{3, 2};
   scripted_provider p({streamed, scripted_reply::failure({"server", "boom", 500, 1, {}})});
 
-  collector first;
+  llm_call_probe first;
   CHECK(p.stream(request("c1"), first.callbacks()) == nullptr);  // finished at once
   REQUIRE(first.result);
   CHECK(first.deltas.size() == 2);
@@ -55,11 +34,11 @@ TEST_CASE("the scripted provider replays its script") {
   CHECK(c.usage == token_usage{3, 2});
   CHECK(first.result->call_id == "c1");
 
-  collector second;
+  llm_call_probe second;
   p.stream(request("c2"), second.callbacks());
   CHECK(std::get<error_info>(second.result->outcome).type == "server");
 
-  collector third;
+  llm_call_probe third;
   p.stream(request("c3"), third.callbacks());
   CHECK(std::get<error_info>(third.result->outcome).type == "script_exhausted");
   CHECK(p.calls() == 3);
@@ -72,13 +51,13 @@ TEST_CASE("a delayed scripted reply arrives later, or never once cancelled") {
   never.delay = std::chrono::minutes(10);
   scripted_provider p({slow, never});
 
-  collector a;
+  llm_call_probe a;
   auto call = p.stream(request("c1"), a.callbacks());
   REQUIRE(call);
-  REQUIRE(a.wait());
+  a.wait();
   CHECK(std::get<llm_completion>(a.result->outcome).text == "late");
 
-  collector b;
+  llm_call_probe b;
   auto pending = p.stream(request("c2"), b.callbacks());
   REQUIRE(pending);
   CHECK(b.deltas.size() == 1);  // deltas go out at once

@@ -9,22 +9,18 @@
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
 
+#include "support/fixtures.hpp"
+
 #include <fstream>
 #include <random>
 #include <sstream>
 
 using namespace troupe;
+using namespace troupe::testing;
 namespace json = boost::json;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(TROUPE_FIXTURES_DIR) + "/" + name, std::ios::binary);
-  REQUIRE(in);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 struct decoded_stream {
   llm_result result;
