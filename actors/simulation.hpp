@@ -1,8 +1,10 @@
 #pragma once
-// Many agents holding conversations at once, through the normal agent loop,
-// with a scripted model: each turn asks a question, the model calls K tools,
-// gets their results and answers. Used by `troupe simulate`, its tests and
-// the throughput benchmark.
+// Many agents holding conversations at once, through the normal agent loop
+// (the same path as `troupe ask`): each of N agents runs M turns on a thread
+// of its own, at most C turns in flight across all agents. The model is a
+// real provider (a load run against a model server) or, by default, a
+// scripted one whose every turn calls K tools and then answers (a run of the
+// runtime alone). Used by `troupe simulate`, its tests and benchmarks.
 
 #include "actors/runtime.hpp"
 
@@ -10,14 +12,33 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
 
 namespace troupe {
 
 struct simulation_options {
   std::size_t agents = 10;
-  std::size_t turns = 3;           // per agent
-  std::size_t tools_per_turn = 1;
+  std::size_t turns = 3;              // per agent
+  std::size_t concurrency = 0;        // turns in flight at once; 0: one per agent
   std::size_t scheduler_threads = 0;  // 0: one per core
+
+  // The model. Null: the built-in scripted model, calling tools_per_turn
+  // tools each turn.
+  std::shared_ptr<llm_provider> provider{};
+  std::string model = "scripted:sim";
+  std::size_t tools_per_turn = 1;
+  std::string system_prompt{};        // "{agent}" is replaced
+  std::vector<std::string> tools{};   // built-in tools to enable (with a provider)
+  int max_iterations = 10;
+  // The user message of each turn; "{agent}" and "{turn}" are replaced.
+  std::string question = "Question {turn} from agent {agent}.";
+  double turn_timeout_seconds = 300;
+  // Set to stop early: no new turns start, running ones are cancelled, and
+  // the report covers what happened so far.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct simulation_progress {
@@ -25,16 +46,29 @@ struct simulation_progress {
   std::atomic<std::size_t> failed{0};
 };
 
+struct latency_summary {
+  double p50 = 0, p90 = 0, p99 = 0, max = 0;  // milliseconds
+  std::size_t samples = 0;
+};
+
 struct simulation_report {
   std::size_t agents = 0;
   std::size_t turns_completed = 0;
   std::size_t turns_failed = 0;
+  bool stopped = false;  // ended early by `stop`
   double seconds = 0;
   double turns_per_second = 0;
   std::size_t peak_rss_bytes = 0;
   std::size_t rss_bytes_per_agent = 0;  // resident memory grown per agent, spawn to end
   std::size_t llm_calls = 0;
   std::size_t tool_calls = 0;
+  latency_summary turn_latency;  // ask to reply
+  latency_summary first_token;   // ask to the first streamed text (when the model streams)
+  latency_summary own_time;      // a turn's time outside its model calls: troupe's share
+  std::map<std::string, std::size_t> errors_by_type;
+  std::size_t retries = 0;
+  std::int64_t input_tokens = 0;
+  std::int64_t output_tokens = 0;
 };
 
 // Runs the simulation to the end. `on_tick` is called about every 200 ms

@@ -11,6 +11,6 @@ namespace troupe::cli {
 
 int run_ask(const model_options& o, const std::string& question, bool as_json);
 int run_chat(const model_options& o);
-int run_simulate(const simulation_options& options, bool as_json);
+int run_simulate(simulation_options options, const model_options& model, bool as_json);
 
 }  // namespace troupe::cli

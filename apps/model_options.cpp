@@ -14,7 +14,7 @@ namespace troupe::cli {
 
 namespace json = boost::json;
 
-void add_model_options(CLI::App& c, model_options& o) {
+void add_model_options(CLI::App& c, model_options& o, bool conversation) {
   c.add_option("--provider", o.provider, "openai, anthropic or scripted (default: from the model's prefix)")
       ->check(CLI::IsMember({"openai", "anthropic", "scripted"}));
   c.add_option("--model", o.model, "Model name, e.g. openai:gpt-4o-mini or anthropic:claude-sonnet-4-5");
@@ -22,12 +22,16 @@ void add_model_options(CLI::App& c, model_options& o) {
   c.add_option("--api-key-env", o.api_key_env, "Environment variable holding the API key (default: OPENAI_API_KEY or ANTHROPIC_API_KEY)");
   c.add_option("--system", o.system, "System prompt");
   c.add_option("--tool", o.tools, "Enable a built-in tool: calculator, current_time (repeatable)");
-  c.add_option("--thread", o.thread, "Thread id to use");
+  if (conversation) c.add_option("--thread", o.thread, "Thread id to use");
   c.add_option("--max-iterations", o.max_iterations, "Model calls per question at most")->check(CLI::PositiveNumber);
   c.add_option("--timeout", o.timeout_seconds, "Seconds a question may take")->check(CLI::PositiveNumber);
   c.add_option("--retries", o.retries, "Retries of a failed model call")->check(CLI::Range(0, 20));
   c.add_flag("--no-stream", o.no_stream, "Ask for the whole answer at once instead of streaming");
   c.add_option("--script", o.script, "JSON file of scripted replies (with --provider scripted)");
+}
+
+bool names_a_model(const model_options& o) {
+  return !o.provider.empty() || !o.model.empty() || !o.script.empty() || !o.base_url.empty();
 }
 
 namespace {

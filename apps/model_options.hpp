@@ -27,7 +27,10 @@ struct model_options {
   std::string script;
 };
 
-void add_model_options(CLI::App& command, model_options& o);
+// `conversation`: the options of a single conversation (--thread) too.
+void add_model_options(CLI::App& command, model_options& o, bool conversation = true);
+// True when the user named a model, a provider or a script.
+bool names_a_model(const model_options& o);
 
 // A configuration the user must fix (no API key, an unknown provider or
 // tool, an unreadable script): the message says what to do.

@@ -2,13 +2,43 @@
 
 #include <boost/json.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <unistd.h>
 
 namespace troupe::cli {
 
-int run_simulate(const simulation_options& options, bool as_json) {
+namespace {
+
+std::atomic<bool> stop_requested{false};
+void on_sigint(int) { stop_requested = true; }
+
+boost::json::object latency_json(const latency_summary& s, bool all) {
+  boost::json::object o{{"p50", s.p50}, {"p99", s.p99}};
+  if (all) {
+    o["p90"] = s.p90;
+    o["max"] = s.max;
+  }
+  return o;
+}
+
+}  // namespace
+
+int run_simulate(simulation_options options, const model_options& model, bool as_json) {
+  if (names_a_model(model)) {
+    resolved_model m = resolve_model(model);
+    options.provider = m.provider;
+    options.model = m.model;
+    options.system_prompt = model.system;
+    options.tools = model.tools;
+    options.turn_timeout_seconds = model.timeout_seconds;
+    options.max_iterations = model.max_iterations;
+  }
+  // Ctrl-C ends the run early; the totals so far are still printed.
+  options.stop = &stop_requested;
+  std::signal(SIGINT, on_sigint);
+
   simulation_progress progress;
   const bool show_progress = !as_json && isatty(STDERR_FILENO);
   const std::size_t total = options.agents * options.turns;
@@ -21,24 +51,39 @@ int run_simulate(const simulation_options& options, bool as_json) {
   if (show_progress) std::fprintf(stderr, "\r%80s\r", "");
 
   if (as_json) {
-    std::cout << boost::json::serialize(boost::json::object{
-                     {"agents", r.agents},
-                     {"turns_completed", r.turns_completed},
-                     {"turns_failed", r.turns_failed},
-                     {"seconds", r.seconds},
-                     {"turns_per_second", r.turns_per_second},
-                     {"peak_rss_bytes", r.peak_rss_bytes},
-                     {"rss_bytes_per_agent", r.rss_bytes_per_agent},
-                     {"llm_calls", r.llm_calls},
-                     {"tool_calls", r.tool_calls}})
-              << "\n";
+    boost::json::object errors;
+    for (const auto& [type, n] : r.errors_by_type) errors[type] = n;
+    boost::json::object out{{"agents", r.agents},
+                            {"turns_completed", r.turns_completed},
+                            {"turns_failed", r.turns_failed},
+                            {"stopped", r.stopped},
+                            {"seconds", r.seconds},
+                            {"turns_per_second", r.turns_per_second},
+                            {"peak_rss_bytes", r.peak_rss_bytes},
+                            {"rss_bytes_per_agent", r.rss_bytes_per_agent},
+                            {"llm_calls", r.llm_calls},
+                            {"tool_calls", r.tool_calls},
+                            {"turn_latency_ms", latency_json(r.turn_latency, true)},
+                            {"troupe_ms_per_turn", latency_json(r.own_time, true)},
+                            {"errors_by_type", std::move(errors)},
+                            {"retries", r.retries},
+                            {"input_tokens", r.input_tokens},
+                            {"output_tokens", r.output_tokens}};
+    if (r.first_token.samples) out["first_token_ms"] = latency_json(r.first_token, false);
+    std::cout << boost::json::serialize(out) << "\n";
   } else {
-    std::printf("%zu agents, %zu turns completed, %zu failed in %.2f s (%.0f turns/s)\n", r.agents,
-                r.turns_completed, r.turns_failed, r.seconds, r.turns_per_second);
-    std::printf("%zu model calls, %zu tool calls; peak RSS %.1f MiB, %zu bytes per agent\n", r.llm_calls,
-                r.tool_calls, static_cast<double>(r.peak_rss_bytes) / (1024 * 1024), r.rss_bytes_per_agent);
+    std::printf("%zu agents, %zu turns completed, %zu failed%s in %.2f s (%.0f turns/s)\n", r.agents,
+                r.turns_completed, r.turns_failed, r.stopped ? " (stopped early)" : "", r.seconds, r.turns_per_second);
+    std::printf("turn latency p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms; troupe's own share p50 %.2f ms\n",
+                r.turn_latency.p50, r.turn_latency.p90, r.turn_latency.p99, r.turn_latency.max, r.own_time.p50);
+    if (r.first_token.samples)
+      std::printf("first token p50 %.1f ms, p99 %.1f ms\n", r.first_token.p50, r.first_token.p99);
+    std::printf("%zu model calls, %zu tool calls, %zu retries, %lld tokens in, %lld out; peak RSS %.1f MiB\n",
+                r.llm_calls, r.tool_calls, r.retries, static_cast<long long>(r.input_tokens),
+                static_cast<long long>(r.output_tokens), static_cast<double>(r.peak_rss_bytes) / (1024 * 1024));
+    for (const auto& [type, n] : r.errors_by_type) std::printf("  %zu failed with %s\n", n, type.c_str());
   }
-  return r.turns_failed == 0 ? 0 : 1;
+  return r.turns_failed == 0 && !r.stopped ? 0 : 1;
 }
 
 }  // namespace troupe::cli

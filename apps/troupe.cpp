@@ -1,7 +1,7 @@
 // The troupe command:
 //   troupe ask [options] QUESTION      one question, the answer streamed (or --json)
 //   troupe chat [options]              a conversation; scriptable through stdin
-//   troupe simulate --agents N --turns M [--tools-per-turn K] [--json]
+//   troupe simulate --agents N --turns M [model options] [--concurrency C] [--json]
 
 #include "apps/commands.hpp"
 
@@ -28,12 +28,19 @@ int main(int argc, char** argv) {
   add_model_options(*chat, chat_opts);
 
   troupe::simulation_options sim;
+  model_options sim_model;
   bool sim_json = false;
   CLI::App* simulate = app.add_subcommand(
-      "simulate", "Run N agents for M ReAct turns each, all at once, with a scripted model.");
+      "simulate",
+      "Run N agents for M turns each, all at once, through the normal agent loop: against a model server "
+      "(the model options of ask), or by default a scripted model that calls --tools-per-turn tools each turn.");
+  add_model_options(*simulate, sim_model, false);
+  simulate->add_option("--question", sim.question, "Each turn's question; {agent} and {turn} are replaced")
+      ->capture_default_str();
+  simulate->add_option("--concurrency", sim.concurrency, "Turns in flight at once across all agents (default: one per agent)");
   simulate->add_option("--agents", sim.agents, "How many agents")->required()->check(CLI::PositiveNumber);
   simulate->add_option("--turns", sim.turns, "Turns per agent")->required()->check(CLI::NonNegativeNumber);
-  simulate->add_option("--tools-per-turn", sim.tools_per_turn, "Tool calls the model makes per turn")
+  simulate->add_option("--tools-per-turn", sim.tools_per_turn, "Tool calls the scripted model makes per turn")
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
   simulate->add_option("--threads", sim.scheduler_threads, "Scheduler threads (0: one per core)")->capture_default_str();
@@ -43,7 +50,7 @@ int main(int argc, char** argv) {
   try {
     if (ask->parsed()) return run_ask(ask_opts, question, ask_json);
     if (chat->parsed()) return run_chat(chat_opts);
-    if (simulate->parsed()) return run_simulate(sim, sim_json);
+    if (simulate->parsed()) return run_simulate(sim, sim_model, sim_json);
   } catch (const usage_error& e) {
     std::cerr << "troupe: " << e.what() << "\n";
     return 2;

@@ -187,6 +187,7 @@ void http_llm_provider::finish_attempt(const std::shared_ptr<call_state>& call,
     e->attempts = call->attempt;
     if (is_retryable(e->type) && !call->streamed && call->attempt <= options_.retry.max_retries) {
       const auto delay = retry_delay(call->attempt + 1, options_.retry, e->retry_after_seconds, jitter());
+      retries_.fetch_add(1, std::memory_order_relaxed);
       call->timer = timers_.schedule(delay, [this, call] { attempt(call); });
       return;
     }

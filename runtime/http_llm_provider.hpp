@@ -14,6 +14,7 @@
 #include "runtime/llm_provider.hpp"
 #include "runtime/timer_queue.hpp"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
@@ -44,6 +45,7 @@ class http_llm_provider final : public llm_provider {
 
   std::string_view name() const override;
   std::unique_ptr<llm_call> stream(const llm_stream& request, llm_callbacks callbacks) override;
+  std::size_t retries() const override { return retries_.load(std::memory_order_relaxed); }
 
   struct call_state;
 
@@ -54,6 +56,7 @@ class http_llm_provider final : public llm_provider {
   http_provider_options options_;
   std::shared_ptr<http_client> client_;
   timer_queue timers_;
+  std::atomic<std::size_t> retries_{0};
   // Calls not finished yet: cancelled when the provider goes, so that no
   // callback reaches a destroyed provider.
   std::mutex live_mutex_;

@@ -10,6 +10,7 @@
 #include "signals/llm_result.hpp"
 
 #include <functional>
+#include <cstddef>
 #include <memory>
 #include <string_view>
 
@@ -35,6 +36,8 @@ class llm_provider {
   virtual std::string_view name() const = 0;
   // Returns null when the call already finished (its result was delivered).
   virtual std::unique_ptr<llm_call> stream(const llm_stream& request, llm_callbacks callbacks) = 0;
+  // Attempts made again after a failure, over the provider's lifetime.
+  virtual std::size_t retries() const { return 0; }
 };
 
 }  // namespace troupe

@@ -178,6 +178,25 @@ TEST_CASE("Ctrl-C in troupe chat cancels the answer, not the chat") {
   CHECK(WEXITSTATUS(status) == 0);
 }
 
+TEST_CASE("troupe simulate against a model server") {
+  key_in_env key;
+  http_test_server server;
+  for (int i = 0; i < 10; ++i) server.respond(scripted_http_response::sse(fixture("openai_text.sse")));
+  const run_result r = run_troupe("simulate --agents 5 --turns 2 --concurrency 2 --model openai:m --base-url " +
+                                  server.base_url() + "/v1 --api-key-env TROUPE_TEST_KEY --question 'Hi from {agent}' --json");
+  CHECK(r.exit_code == 0);
+  const json::value v = json::parse(r.out);
+  CHECK(v.at("turns_completed") == 10);
+  CHECK(v.at("turns_failed") == 0);
+  CHECK(v.at("errors_by_type").as_object().empty());
+  CHECK(v.at("retries") == 0);
+  CHECK(v.at("input_tokens") == 120);
+  CHECK(v.at("output_tokens") == 30);
+  for (const char* k : {"p50", "p90", "p99", "max"}) CHECK(v.at("turn_latency_ms").as_object().contains(k));
+  CHECK(v.at("first_token_ms").as_object().contains("p99"));
+  CHECK(server.max_in_flight() <= 2);
+}
+
 TEST_CASE("troupe refuses what it cannot do, clearly") {
   SECTION("no API key") {
     const run_result r = run_troupe("ask --model openai:gpt-4o-mini --api-key-env TROUPE_NO_SUCH_KEY hi", true);

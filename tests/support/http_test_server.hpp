@@ -110,6 +110,8 @@ class http_test_server {
     std::lock_guard lock(mutex_);
     return requests_.size();
   }
+  // The most requests that were being answered at the same moment.
+  std::size_t max_in_flight() const { return max_in_flight_.load(); }
 
  private:
   void accept_loop() {
@@ -126,6 +128,9 @@ class http_test_server {
   void serve(int fd) {
     recorded_request req;
     if (read_request(fd, req)) {
+      const std::size_t now = ++in_flight_;
+      for (std::size_t seen = max_in_flight_.load(); now > seen && !max_in_flight_.compare_exchange_weak(seen, now);) {
+      }
       scripted_http_response r;
       {
         std::lock_guard lock(mutex_);
@@ -138,6 +143,7 @@ class http_test_server {
         }
       }
       write_response(fd, r);
+      --in_flight_;
     }
     ::close(fd);
   }
@@ -227,6 +233,8 @@ class http_test_server {
   int listener_ = -1;
   int port_ = 0;
   std::atomic<bool> stopping_{false};
+  std::atomic<std::size_t> in_flight_{0};
+  std::atomic<std::size_t> max_in_flight_{0};
   mutable std::mutex mutex_;
   std::deque<scripted_http_response> script_;
   std::vector<recorded_request> requests_;
