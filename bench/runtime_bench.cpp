@@ -14,6 +14,7 @@
 //   build/bench/runtime_bench [--agents-memory 100000] [--agents 10000] [--turns 5] [--repeat 5]
 
 #include "actors/simulation.hpp"
+#include "bench/bench_support.hpp"
 #include "runtime/scripted_provider.hpp"
 
 #include <caf/all.hpp>
@@ -31,37 +32,13 @@
 
 using namespace troupe;
 using clk = std::chrono::steady_clock;
+using troupe::bench::flag;
+using troupe::bench::in_child;
+using troupe::bench::median;
 
 namespace {
 
 using ping_atom = caf::atom_constant<caf::atom("ping")>;
-
-// Runs `fn` in a child process and returns the numbers it wrote.
-std::vector<double> in_child(const std::function<std::vector<double>()>& fn) {
-  int fds[2];
-  if (pipe(fds) != 0) std::abort();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    const std::vector<double> out = fn();
-    const ssize_t n = static_cast<ssize_t>(out.size() * sizeof(double));
-    if (write(fds[1], out.data(), out.size() * sizeof(double)) != n) _exit(1);
-    _exit(0);
-  }
-  close(fds[1]);
-  std::vector<double> out(16);
-  const ssize_t n = read(fds[0], out.data(), out.size() * sizeof(double));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  out.resize(n > 0 ? static_cast<std::size_t>(n) / sizeof(double) : 0);
-  return out;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
@@ -134,7 +111,11 @@ std::vector<double> raw_request_rate(std::size_t pairs, std::size_t rounds) {
 
 std::vector<double> runtime_turn_rate(std::size_t agents, std::size_t turns) {
   simulation_progress progress;
-  const simulation_report r = run_simulation({.agents = agents, .turns = turns, .tools_per_turn = 1}, progress);
+  simulation_options o;
+  o.agents = agents;
+  o.turns = turns;
+  o.tools_per_turn = 1;
+  const simulation_report r = run_simulation(o, progress);
   return {r.turns_per_second, static_cast<double>(r.turns_failed)};
 }
 
@@ -180,12 +161,6 @@ std::vector<double> turn_latency_us(std::size_t n) {
   }
   rt.shutdown();
   return {percentile(us, 0.5), percentile(us, 0.99)};
-}
-
-std::size_t flag(int argc, char** argv, const char* name, std::size_t fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], name) == 0) return std::strtoul(argv[i + 1], nullptr, 10);
-  return fallback;
 }
 
 }  // namespace

@@ -4,13 +4,15 @@
 #   runtime_bench       the actor runtime next to raw CAF (medians of 5, each run in its own process)
 #   stream_bench        parsing a recorded model stream (Google Benchmark, medians of 5)
 #   concurrent_streams  model streams one HTTP I/O thread sustains against a local server
+#   load_bench          the whole stack against a local model server, 1, 10 and 100 conversations
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-bash scripts/build.sh --target thread_bench --target runtime_bench --target stream_bench --target concurrent_streams
+bash scripts/build.sh --target thread_bench --target runtime_bench --target stream_bench --target concurrent_streams --target load_bench
 build="${TROUPE_BUILD_DIR:-build}"
 gbench=(--benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
 "$build/bench/thread_bench" "${gbench[@]}"
 "$build/bench/runtime_bench" --repeat 5
 "$build/bench/stream_bench" "${gbench[@]}"
 "$build/bench/concurrent_streams" --streams 1000
+"$build/bench/load_bench" --repeat 3
