@@ -136,8 +136,28 @@ void BM_react_step_query(benchmark::State& state) {
   state.counters["entries"] = static_cast<double>(t.size());
 }
 
+// A budgeted projection (8k tokens, the default policy but without a turn
+// limit) reads only the window: its cost should not grow with the thread.
+void BM_project_8k_window(benchmark::State& state) {
+  const thread t = conversation(static_cast<std::size_t>(state.range(0)));
+  context_policy p;
+  p.max_input_tokens = 8000;
+  p.reserve_output_tokens = 0;
+  p.keep_last_turns = 0;
+  const std::vector<entry_draft> pending{{"message", {{"role", "user"}, {"content", "and tomorrow?"}}, {}}};
+  std::size_t included = 0;
+  for (auto _ : state) {
+    projection out = project(t, p, pending, "You are a weather assistant.");
+    included = out.meta.entries_included;
+    benchmark::DoNotOptimize(out.messages);
+  }
+  state.counters["entries"] = static_cast<double>(t.size());
+  state.counters["in_window"] = static_cast<double>(included);
+}
+
 }  // namespace
 
+BENCHMARK(BM_project_8k_window)->Arg(1'000)->Arg(1'000'000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_thread_append<false>)->Name("BM_thread_append")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_vector_push_back_baseline)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_thread_append<true>)->Name("BM_thread_append_with_live_snapshot")->Unit(benchmark::kMillisecond);

@@ -1,5 +1,9 @@
 #include "strategy/entry.hpp"
 
+#include "strategy/token_estimator.hpp"
+
+#include <boost/json/serialize.hpp>
+
 namespace troupe {
 
 std::optional<std::string_view> string_field(const boost::json::object& o, std::string_view key) {
@@ -15,6 +19,18 @@ std::optional<std::int64_t> int_field(const boost::json::object& o, std::string_
     if (!ec) return n;
   }
   return std::nullopt;
+}
+
+std::int64_t estimate_tokens(std::string_view kind, const boost::json::object& payload) {
+  const token_estimator& e = default_estimator();
+  std::int64_t n = e.per_message();
+  if (kind == entry_kind::message || kind == entry_kind::summary) {
+    n += e.text(string_field(payload, "content").value_or(""));
+  } else {
+    // Tool calls and results are sent as their JSON.
+    n += e.text(boost::json::serialize(payload));
+  }
+  return n;
 }
 
 }  // namespace troupe

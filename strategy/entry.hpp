@@ -46,6 +46,9 @@ struct entry {
   std::string kind;
   boost::json::object payload;
   boost::json::object refs;
+  // What the entry costs in a model's context (default_estimator), computed
+  // once when it is appended and never again per projection.
+  std::int64_t tokens = 0;
 
   friend bool operator==(const entry&, const entry&) = default;
 };
@@ -53,6 +56,10 @@ struct entry {
 // The thread's storage moves entries into place and relies on moves that
 // cannot fail half-way.
 static_assert(std::is_nothrow_move_constructible_v<entry>);
+
+// The default estimate of an entry's tokens: its text (content, tool name and
+// arguments, result) and the per-message overhead.
+std::int64_t estimate_tokens(std::string_view kind, const boost::json::object& payload);
 
 // Typed reads of refs and payload fields; nullopt when absent or of another type.
 std::optional<std::string_view> string_field(const boost::json::object& o, std::string_view key);

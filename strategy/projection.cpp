@@ -1,5 +1,7 @@
 #include "strategy/projection.hpp"
 
+#include "strategy/token_estimator.hpp"
+
 #include <boost/json/serialize.hpp>
 
 namespace troupe {
@@ -89,6 +91,157 @@ message_list with_pending(const projected_prefix& prefix, std::span<const entry_
   projector p(all);
   for (const entry_draft& d : pending) p.add(d.kind, d.payload, d.refs);
   return std::move(all.messages);
+}
+
+namespace {
+
+// The thread's entries from some seq on, followed by the pending drafts, as
+// one sequence addressed by index.
+class window_source {
+ public:
+  window_source(const thread_view& t, std::span<const entry_draft> pending) : t_(t), pending_(pending) {}
+  std::size_t size() const { return t_.size() + pending_.size(); }
+  bool is_pending(std::size_t i) const { return i >= t_.size(); }
+  std::string_view kind(std::size_t i) const { return is_pending(i) ? std::string_view(pending_[i - t_.size()].kind) : std::string_view(t_.at_seq(i)->kind); }
+  const json::object& payload(std::size_t i) const { return is_pending(i) ? pending_[i - t_.size()].payload : t_.at_seq(i)->payload; }
+  const json::object& refs(std::size_t i) const { return is_pending(i) ? pending_[i - t_.size()].refs : t_.at_seq(i)->refs; }
+  std::int64_t tokens(std::size_t i) const {
+    return is_pending(i) ? estimate_tokens(kind(i), payload(i)) : t_.at_seq(i)->tokens;
+  }
+
+ private:
+  const thread_view& t_;
+  std::span<const entry_draft> pending_;
+};
+
+bool is_tool_kind(std::string_view k) { return k == entry_kind::tool_call || k == entry_kind::tool_result; }
+
+}  // namespace
+
+projection project(const thread_view& t, const context_policy& policy, std::span<const entry_draft> pending,
+                   std::string_view system_prompt) {
+  const token_estimator& est = default_estimator();
+  projection out;
+  projection_meta& meta = out.meta;
+  meta.entries_total = t.size();
+  meta.basis_rev = t.rev();
+  if (!t.empty()) meta.basis_last_seq = t.size() - 1;
+  meta.pending_count = pending.size();
+
+  // 2. The summary and the boundary it sets.
+  const entry* summary = policy.summaries != summarization::none && policy.includes(entry_kind::summary)
+                             ? t.latest_summary()
+                             : nullptr;
+  std::size_t lower = 0;
+  if (summary) {
+    const std::int64_t to_seq = int_field(summary->payload, "to_seq").value_or(static_cast<std::int64_t>(summary->seq));
+    lower = std::min<std::size_t>(static_cast<std::size_t>(std::max<std::int64_t>(to_seq, -1) + 1), t.size());
+  }
+  const std::string summary_text =
+      summary ? "Summary of the earlier conversation:\n" + std::string(string_field(summary->payload, "content").value_or(""))
+              : std::string();
+
+  std::int64_t fixed = system_prompt.empty() ? 0 : est.text(system_prompt) + est.per_message();
+  if (summary) fixed += est.text(summary_text) + est.per_message();
+  std::int64_t left = policy.input_budget() - fixed;
+
+  // 3-5. Units, newest first.
+  const window_source src(t, pending);
+  struct unit {
+    std::size_t first, last;  // inclusive, in src
+  };
+  std::vector<unit> kept;
+  std::size_t turns = 0, messages = 0;
+  std::int64_t used = 0;
+  std::size_t i = src.size();
+  bool stopped_early = false;
+  while (i > lower) {
+    const std::size_t end = i - 1;
+    const std::string_view k = src.kind(end);
+    if (!policy.includes(k) || k == entry_kind::summary) {
+      i = end;
+      continue;
+    }
+    std::size_t first = end;
+    bool has_call = k == entry_kind::tool_call;
+    std::size_t unit_messages = 1;
+    if (is_tool_kind(k)) {
+      const std::string_view call_id = string_field(src.refs(end), "call_id").value_or("");
+      unit_messages = k == entry_kind::tool_result ? 2 : 1;  // the assistant message and this result
+      while (first > lower) {
+        const std::string_view pk = src.kind(first - 1);
+        if (is_tool_kind(pk) && string_field(src.refs(first - 1), "call_id").value_or("") == call_id) {
+          has_call = has_call || pk == entry_kind::tool_call;
+          if (pk == entry_kind::tool_result) ++unit_messages;
+          --first;
+        } else if (!policy.includes(pk)) {
+          --first;
+        } else {
+          break;
+        }
+      }
+      // The assistant's own words of the same model call belong to the unit.
+      if (first > lower && src.kind(first - 1) == entry_kind::message &&
+          string_field(src.refs(first - 1), "call_id").value_or("") == call_id &&
+          string_field(src.payload(first - 1), "role") == "assistant")
+        --first;
+    }
+    i = first;
+    // Results whose calls lie beyond the summary boundary cannot be sent.
+    if (is_tool_kind(k) && !has_call) continue;
+
+    std::int64_t cost = 0;
+    for (std::size_t j = first; j <= end; ++j)
+      if (policy.includes(src.kind(j))) cost += src.tokens(j);
+    const bool mandatory = src.is_pending(end);  // the input of this call
+    const bool is_user = k == entry_kind::message && string_field(src.payload(end), "role") == "user";
+    if (!mandatory) {
+      if (policy.keep_last_turns && turns >= policy.keep_last_turns) { stopped_early = true; break; }
+      if (policy.max_messages && messages + unit_messages > policy.max_messages) { stopped_early = true; break; }
+      if (cost > left) {
+        if (!kept.empty()) { stopped_early = true; break; }
+        meta.oversized = true;  // the newest unit goes alone, whatever it costs
+      }
+    } else if (cost > left) {
+      meta.oversized = true;
+    }
+    kept.push_back({first, end});
+    left -= cost;
+    used += cost;
+    messages += unit_messages;
+    if (is_user) ++turns;
+    if (meta.oversized && !mandatory) { stopped_early = i > lower; break; }
+  }
+  // Anything of an included kind left between the boundary and the window?
+  if (stopped_early) {
+    for (std::size_t j = i; j-- > lower;)
+      if (policy.includes(src.kind(j)) && src.kind(j) != entry_kind::summary) {
+        meta.truncated = true;
+        break;
+      }
+  }
+
+  // 6. In order.
+  projected_prefix built;
+  if (!system_prompt.empty()) built.messages.push_back(llm_message{"system", std::string(system_prompt), {}, {}, {}});
+  if (summary) {
+    built.messages.push_back(llm_message{policy.summary_as == summary_role::system ? "system" : "user", summary_text, {}, {}, {}});
+    meta.summary_used = true;
+  }
+  projector p(built);
+  for (auto u = kept.rbegin(); u != kept.rend(); ++u)
+    for (std::size_t j = u->first; j <= u->last; ++j) {
+      if (!policy.includes(src.kind(j)) || src.kind(j) == entry_kind::summary) continue;
+      p.add(src.kind(j), src.payload(j), src.refs(j));
+      if (!src.is_pending(j)) ++meta.entries_included;
+    }
+  out.messages = std::move(built.messages);
+  meta.estimated_tokens = fixed + used;
+
+  const std::size_t since_summary = t.size() > lower ? t.size() - lower : 0;
+  meta.needs_summary = policy.summaries == summarization::request_new &&
+                       (meta.truncated || (policy.summarize_after_entries && since_summary > policy.summarize_after_entries));
+  return out;
 }
 
 message_list project_messages(std::string_view system_prompt, const thread_view& t,

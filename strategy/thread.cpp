@@ -94,6 +94,8 @@ void thread::push(std::span<entry> stamped) {
     own->try_append(0, all);
     log_ = std::move(own);
   }
+  for (std::size_t i = 0; i < stamped.size(); ++i)
+    if ((*log_)[size_ + i].kind == entry_kind::summary) last_summary_ = size_ + i;
   size_ += stamped.size();
   rev_ += stamped.size();
 }
@@ -105,7 +107,8 @@ entry_range thread::append(std::vector<entry_draft> drafts, std::int64_t now_ms,
   stamped.reserve(drafts.size());
   for (auto& d : drafts)
     stamped.push_back(entry{ids.next("entry"), size_ + stamped.size(), now_ms, std::move(d.kind),
-                            std::move(d.payload), std::move(d.refs)});
+                            std::move(d.payload), std::move(d.refs), 0});
+  for (entry& e : stamped) e.tokens = estimate_tokens(e.kind, e.payload);
   const std::size_t first = size_;
   push(stamped);
   if (size_ != first) updated_at_ = now_ms;
@@ -115,7 +118,8 @@ entry_range thread::append(std::vector<entry_draft> drafts, std::int64_t now_ms,
 const entry& thread::append(entry_draft draft, std::int64_t now_ms, id_source& ids) {
   if (draft.kind.empty()) throw std::invalid_argument("thread::append: an entry needs a kind");
   entry e{ids.next("entry"), size_, now_ms, std::move(draft.kind), std::move(draft.payload),
-          std::move(draft.refs)};
+          std::move(draft.refs), 0};
+  e.tokens = estimate_tokens(e.kind, e.payload);
   push(std::span<entry>(&e, 1));
   updated_at_ = now_ms;
   return *last();
@@ -134,6 +138,7 @@ decoded<thread> thread::restore(std::string id, std::uint64_t rev, std::int64_t 
   if (rev < entries.size())
     return decode_error{"rev", "is smaller than the number of entries"};
   thread t(std::move(id), created_at, std::move(metadata));
+  for (entry& e : entries) e.tokens = estimate_tokens(e.kind, e.payload);
   t.push(entries);
   t.rev_ = rev;
   t.updated_at_ = updated_at;

@@ -98,6 +98,8 @@ class thread_view {
   std::vector<const entry*> with_ref(std::string_view key, const boost::json::value& value) const;
   // The content of the newest assistant message.
   std::optional<std::string> last_assistant_text() const;
+  // The newest summary entry, in O(1): where the model's context may begin.
+  const entry* latest_summary() const { return last_summary_ ? &(*log_)[*last_summary_] : nullptr; }
 
  protected:
   thread_view() = default;
@@ -109,6 +111,7 @@ class thread_view {
   std::shared_ptr<const boost::json::object> metadata_;
   std::shared_ptr<entry_log> log_;  // null until the first append
   std::size_t size_ = 0;
+  std::optional<std::size_t> last_summary_;
 };
 
 class thread : public thread_view {

@@ -1,0 +1,57 @@
+#pragma once
+// How a thread becomes a model's context: a token budget, how many turns and
+// messages to keep, which entry kinds count, and whether summaries stand in
+// for what falls out of the window. The thread itself stays whole.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace troupe {
+
+enum class summarization { none, use_existing, request_new };
+enum class summary_role { system, user };
+
+struct context_policy {
+  std::int64_t max_input_tokens = 8000;
+  std::int64_t reserve_output_tokens = 2000;
+  std::size_t max_messages = 0;    // 0: unlimited
+  std::size_t keep_last_turns = 3; // 0: unlimited; a turn begins with a user message
+  summarization summaries = summarization::use_existing;
+  summary_role summary_as = summary_role::system;
+  std::vector<std::string> include_kinds{"message", "tool_call", "tool_result", "summary"};
+  // Ask for a summary once this many entries follow the latest one (0: only
+  // when the window had to drop something).
+  std::size_t summarize_after_entries = 0;
+
+  // The tokens left for the conversation itself.
+  std::int64_t input_budget() const { return max_input_tokens - reserve_output_tokens; }
+  bool includes(std::string_view kind) const;
+
+  // Presets.
+  static context_policy short_context();   // 4k window, the last 2 turns
+  static context_policy long_context();    // 100k window, the last 50 turns
+  static context_policy tool_focused();    // 16k window, the last 5 turns, room for tool output
+  // By model family ("gpt-4o", "claude-…", "llama-3…"); unknown models get the default.
+  static context_policy for_model(std::string_view model);
+};
+
+// The fields a request or an agent may override, highest first:
+// per-request override, agent state, agent config, default.
+struct context_policy_override {
+  std::optional<std::int64_t> max_input_tokens;
+  std::optional<std::int64_t> reserve_output_tokens;
+  std::optional<std::size_t> max_messages;
+  std::optional<std::size_t> keep_last_turns;
+  std::optional<summarization> summaries;
+
+  context_policy apply_to(context_policy base) const;
+};
+
+context_policy resolve_policy(const context_policy& agent_config,
+                              const std::optional<context_policy_override>& agent_state,
+                              const std::optional<context_policy_override>& request);
+
+}  // namespace troupe

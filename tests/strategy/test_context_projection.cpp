@@ -1,0 +1,243 @@
+#include "strategy/projection.hpp"
+
+#include <boost/json.hpp>
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <random>
+#include <set>
+
+using namespace troupe;
+namespace json = boost::json;
+
+namespace {
+
+entry_draft msg(std::string role, std::string content, std::string call_id = "") {
+  json::object refs;
+  if (!call_id.empty()) refs["call_id"] = call_id;
+  return {"message", {{"role", role}, {"content", content}}, std::move(refs)};
+}
+entry_draft tcall(const std::string& call_id, const std::string& id) {
+  return {"tool_call", {{"name", "lookup"}, {"arguments", {{"q", id}}}}, {{"call_id", call_id}, {"tool_call_id", id}}};
+}
+entry_draft tresult(const std::string& call_id, const std::string& id, std::size_t size = 20) {
+  return {"tool_result", {{"name", "lookup"}, {"result", std::string(size, 'r')}}, {{"call_id", call_id}, {"tool_call_id", id}}};
+}
+entry_draft summary_of(std::uint64_t from, std::uint64_t to, std::string text) {
+  return {"summary", {{"from_seq", from}, {"to_seq", to}, {"content", text}}, {}};
+}
+
+// A random conversation: user questions, answers, parallel tool calls with
+// their results, notes, and now and then a summary.
+thread random_thread(std::mt19937& rng, std::size_t turns) {
+  sequential_ids ids;
+  thread t("t");
+  std::uniform_int_distribution<int> pick(0, 9);
+  int call = 0;
+  for (std::size_t turn = 0; turn < turns; ++turn) {
+    t.append(msg("user", "question " + std::to_string(turn) + std::string(pick(rng) * 10, 'q')), 1, ids);
+    const int rounds = pick(rng) % 3;
+    for (int r = 0; r < rounds; ++r) {
+      const std::string cid = "c" + std::to_string(++call);
+      if (pick(rng) < 3) t.append(msg("assistant", "let me look", cid), 1, ids);
+      const int n = 1 + pick(rng) % 3;
+      for (int k = 0; k < n; ++k) t.append(tcall(cid, cid + "-" + std::to_string(k)), 1, ids);
+      if (pick(rng) == 0) t.append(entry_draft{"note", {{"text", "internal"}}, {}}, 1, ids);
+      for (int k = 0; k < n; ++k) t.append(tresult(cid, cid + "-" + std::to_string(k), 10 + pick(rng) * 30), 1, ids);
+    }
+    t.append(msg("assistant", "answer " + std::to_string(turn) + std::string(pick(rng) * 20, 'a'), "c" + std::to_string(++call)), 1, ids);
+    if (pick(rng) == 0 && t.size() > 4) t.append(summary_of(0, t.size() - 3, "what happened so far"), 1, ids);
+  }
+  return t;
+}
+
+// Every tool call has its results right after it, and every result its call.
+void check_pairing(const message_list& messages) {
+  std::set<std::string> open;
+  for (const llm_message& m : messages) {
+    if (m.role == "tool") {
+      REQUIRE(open.count(m.tool_call_id) == 1);
+      open.erase(m.tool_call_id);
+    } else {
+      REQUIRE(open.empty());  // results come before anything else
+      for (const tool_call& c : m.tool_calls) open.insert(c.id);
+    }
+  }
+  REQUIRE(open.empty());
+}
+
+}  // namespace
+
+TEST_CASE("budgeted projections of random threads keep their invariants") {
+  std::mt19937 rng(11);
+  for (int round = 0; round < 300; ++round) {
+    const thread t = random_thread(rng, 1 + rng() % 30);
+    context_policy p;
+    p.max_input_tokens = 300 + static_cast<std::int64_t>(rng() % 3000);
+    p.reserve_output_tokens = 200;
+    p.keep_last_turns = rng() % 5;
+    p.max_messages = rng() % 3 == 0 ? 5 + rng() % 20 : 0;
+    p.summaries = rng() % 4 == 0 ? summarization::none : summarization::use_existing;
+    const projection out = project(t, p, {}, "system prompt");
+    INFO("round " << round);
+
+    // The system prompt always comes first.
+    REQUIRE(out.messages.front().role == "system");
+    REQUIRE(out.messages.front().content == "system prompt");
+    // Calls and results travel together.
+    check_pairing(out.messages);
+    // Within budget, unless one unit alone is larger than it.
+    if (!out.meta.oversized) REQUIRE(out.meta.estimated_tokens <= p.input_budget());
+    if (p.max_messages && !out.meta.oversized) {
+      std::size_t conversation = 0;
+      for (const auto& m : out.messages) conversation += m.role != "system";
+      REQUIRE(conversation <= p.max_messages);
+    }
+    // The kept entries are the newest ones, after the summary's boundary.
+    const entry* s = p.summaries != summarization::none ? t.latest_summary() : nullptr;
+    REQUIRE(out.meta.summary_used == (s != nullptr));
+    const std::uint64_t boundary = s ? s->payload.at("to_seq").to_number<std::uint64_t>() + 1 : 0;
+    if (out.meta.entries_included > 0) {
+      // Walk back from the end: every included kind after the window start is in it.
+      std::size_t conversation_entries = 0;
+      for (std::size_t seq = t.size(); seq-- > boundary;) {
+        const std::string& k = t.at_seq(seq)->kind;
+        if (k != "note" && k != "summary") ++conversation_entries;
+        if (conversation_entries == out.meta.entries_included) break;
+      }
+      REQUIRE(conversation_entries >= out.meta.entries_included);
+    }
+    REQUIRE(out.meta.basis_rev == t.rev());
+  }
+}
+
+TEST_CASE("the newest unit goes alone when it is larger than the whole budget") {
+  sequential_ids ids;
+  thread t("t");
+  t.append({msg("user", "old question"), msg("assistant", "old answer"), msg("user", std::string(8000, 'x'))}, 1, ids);
+  context_policy p;
+  p.max_input_tokens = 1000;
+  p.reserve_output_tokens = 0;
+  const projection out = project(t, p, {}, "");
+  REQUIRE(out.messages.size() == 1);
+  CHECK(out.messages[0].content.size() == 8000);
+  CHECK(out.meta.oversized);
+  CHECK(out.meta.truncated);
+}
+
+TEST_CASE("policy fields shape the projection") {
+  sequential_ids ids;
+  thread t("t");
+  for (int i = 0; i < 6; ++i)
+    t.append({msg("user", "q" + std::to_string(i)), msg("assistant", "a" + std::to_string(i))}, 1, ids);
+
+  SECTION("keep_last_turns") {
+    context_policy p;
+    p.keep_last_turns = 2;
+    const projection out = project(t, p, {}, "");
+    REQUIRE(out.messages.size() == 4);
+    CHECK(out.messages[0].content == "q4");
+    CHECK(out.meta.truncated);
+    CHECK(out.meta.entries_included == 4);
+  }
+  SECTION("the pending question counts as the newest turn") {
+    context_policy p;
+    p.keep_last_turns = 2;
+    const std::vector<entry_draft> pending{msg("user", "q6")};
+    const projection out = project(t, p, pending, "");
+    REQUIRE(out.messages.size() == 3);
+    CHECK(out.messages[0].content == "q5");
+    CHECK(out.messages.back().content == "q6");
+    CHECK(out.meta.pending_count == 1);
+  }
+  SECTION("max_messages") {
+    context_policy p;
+    p.keep_last_turns = 0;
+    p.max_messages = 3;
+    CHECK(project(t, p, {}, "").messages.size() == 3);
+  }
+  SECTION("max_input_tokens and reserve_output_tokens") {
+    context_policy p;
+    p.keep_last_turns = 0;
+    p.max_input_tokens = 2 * 6;  // two messages of 6 tokens each (4 overhead + 2 text)
+    p.reserve_output_tokens = 0;
+    CHECK(project(t, p, {}, "").messages.size() == 2);
+    p.reserve_output_tokens = 6;
+    CHECK(project(t, p, {}, "").messages.size() == 1);
+  }
+  SECTION("include_kinds leaves out what is not listed") {
+    t.append(entry_draft{"note", {{"content", "not for the model"}}, {}}, 1, ids);
+    context_policy p;
+    p.keep_last_turns = 0;
+    for (const auto& m : project(t, p, {}, "").messages) CHECK(m.content != "not for the model");
+  }
+  SECTION("a summary replaces what it covers, as a system or a user message") {
+    t.append(summary_of(0, 7, "the user asked q0..q3"), 1, ids);  // covers q0..a3
+    context_policy p;
+    p.keep_last_turns = 0;
+    projection out = project(t, p, {}, "sys");
+    REQUIRE(out.messages.size() == 1 + 1 + 4);
+    CHECK(out.messages[1].role == "system");
+    CHECK_THAT(out.messages[1].content, Catch::Contains("q0..q3"));
+    CHECK(out.messages[2].content == "q4");
+    CHECK(out.meta.summary_used);
+    p.summary_as = summary_role::user;
+    CHECK(project(t, p, {}, "sys").messages[1].role == "user");
+    p.summaries = summarization::none;
+    CHECK(project(t, p, {}, "sys").messages.size() == 1 + 12);
+  }
+  SECTION("needs_summary when summaries are requested and the window dropped something") {
+    context_policy p;
+    p.keep_last_turns = 2;
+    p.summaries = summarization::request_new;
+    CHECK(project(t, p, {}, "").meta.needs_summary);
+    p.keep_last_turns = 0;
+    CHECK(!project(t, p, {}, "").meta.needs_summary);
+    p.summarize_after_entries = 10;
+    CHECK(project(t, p, {}, "").meta.needs_summary);
+  }
+}
+
+TEST_CASE("tool results that are still pending complete their unit") {
+  sequential_ids ids;
+  thread t("t");
+  t.append({msg("user", "look it up"), tcall("c1", "a"), tcall("c1", "b")}, 1, ids);
+  const std::vector<entry_draft> pending{tresult("c1", "a"), tresult("c1", "b")};
+  context_policy p;
+  p.max_input_tokens = 10;  // far too small: the pending unit is sent anyway
+  p.reserve_output_tokens = 0;
+  const projection out = project(t, p, pending, "");
+  check_pairing(out.messages);
+  REQUIRE(out.messages.size() == 3);
+  CHECK(out.messages[0].tool_calls.size() == 2);
+  CHECK(out.meta.oversized);
+}
+
+TEST_CASE("presets and resolution") {
+  CHECK(context_policy{}.max_input_tokens == 8000);
+  CHECK(context_policy{}.reserve_output_tokens == 2000);
+  CHECK(context_policy{}.keep_last_turns == 3);
+  CHECK(context_policy::short_context().max_input_tokens < context_policy{}.max_input_tokens);
+  CHECK(context_policy::long_context().max_input_tokens > context_policy::tool_focused().max_input_tokens);
+  CHECK(context_policy::for_model("openai:gpt-4o-mini").max_input_tokens == 128'000);
+  CHECK(context_policy::for_model("claude-sonnet-4-5").max_input_tokens == 200'000);
+  CHECK(context_policy::for_model("gpt-4").max_input_tokens == 8'192);
+  CHECK(context_policy::for_model("some-local-model").max_input_tokens == 8000);
+
+  context_policy_override state;
+  state.keep_last_turns = 7;
+  state.max_input_tokens = 5000;
+  context_policy_override request;
+  request.max_input_tokens = 3000;
+  const context_policy p = resolve_policy(context_policy::tool_focused(), state, request);
+  CHECK(p.max_input_tokens == 3000);  // the request wins
+  CHECK(p.keep_last_turns == 7);      // then the agent's state
+  CHECK(p.reserve_output_tokens == context_policy::tool_focused().reserve_output_tokens);  // then its config
+}
+
+TEST_CASE("entries carry their token estimate from the moment they are appended") {
+  sequential_ids ids;
+  thread t("t");
+  const entry& e = t.append(msg("user", std::string(40, 'x')), 1, ids);
+  CHECK(e.tokens == 4 + 10);
+}
