@@ -156,6 +156,8 @@ class agent_logic {
                                  " executor stopped before the call finished",
                              {}, 0, {}};
     for (auto& [id, slot] : st_.threads) {
+      if (llm && !slot.conversation.state().summary_call_id.empty())
+        on_signal(id, llm_result{slot.conversation.state().summary_call_id, crashed});
       const react_state& s = slot.conversation.state();
       if (llm && s.status == react_status::awaiting_llm) {
         run(slot, llm_result{s.call_id, crashed});
@@ -222,6 +224,14 @@ class agent_logic {
         overloaded{
             [&](llm_stream& x) {
               slot.llm_started_us = steady_us();
+              // Near the budget: a sign the policy or the conversation needs attention.
+              if (x.context.budget > 0 && x.context.estimated_tokens * 10 >= x.context.budget * 9)
+                st_.ctx->emit(telemetry_kind::context_warning, [&] {
+                  return telemetry_event{telemetry_kind::context_warning, st_.spec->id, thread_id, x.request_id,
+                                         x.call_id, {}, x.iteration, 0,
+                                         std::to_string(x.context.estimated_tokens) + " of " +
+                                             std::to_string(x.context.budget) + " tokens"};
+                });
               st_.ctx->emit(telemetry_kind::llm_started, [&] {
       return telemetry_event{telemetry_kind::llm_started, st_.spec->id, thread_id, x.request_id,
                              x.call_id, {}, x.iteration, 0, x.model};
@@ -243,6 +253,13 @@ class agent_logic {
               }
               slot.active_request.clear();
               start_next(slot);
+            },
+            [&](summarize& x) {
+              // A model call of its own, beside the request; its result comes
+              // back like any other and the machine commits it.
+              llm_stream call{x.call_id, x.model, std::move(x.messages), nullptr, x.params, x.request_id, 0, {}};
+              self_->send(llm_executor(), exec_atom::value, std::move(call), caf::actor_cast<caf::actor>(self_),
+                          thread_id, st_.provider);
             },
             [&](cancel_call& x) {
               if (x.tool_call_id.empty()) {
@@ -291,6 +308,14 @@ class agent_logic {
                             stream_event{delta_event{state.request_id, d.text, d.thinking}});
             },
             [&](const llm_result& r) {
+              if (!state.summary_call_id.empty() && r.call_id == state.summary_call_id) {
+                const telemetry_kind kind = r.ok() ? telemetry_kind::summary_completed : telemetry_kind::summary_failed;
+                st_.ctx->emit(kind, [&] {
+                  return telemetry_event{kind, st_.spec->id, thread_id, state.request_id, r.call_id, {}, 0, 0,
+                                         r.ok() ? std::string{} : std::get<error_info>(r.outcome).message};
+                });
+                return;
+              }
               if (state.status != react_status::awaiting_llm || r.call_id != state.call_id) return;
               st_.ctx->emit(r.ok() ? telemetry_kind::llm_completed : telemetry_kind::llm_error, [&] {
       return telemetry_event{r.ok() ? telemetry_kind::llm_completed : telemetry_kind::llm_error,

@@ -25,10 +25,21 @@ json::value to_json(const tool_spec& t) {
       {"name", t.name}, {"description", t.description}, {"parameters", t.parameters}};
 }
 
+json::value to_json(const context_meta& m) {
+  json::object o{{"estimated_tokens", m.estimated_tokens}, {"budget", m.budget},
+                 {"truncated", m.truncated},               {"oversized", m.oversized},
+                 {"entries_included", m.entries_included}, {"entries_total", m.entries_total},
+                 {"summary_used", m.summary_used},         {"basis_rev", m.basis_rev},
+                 {"pending_count", m.pending_count},       {"needs_summary", m.needs_summary}};
+  o["basis_last_seq"] = m.basis_last_seq ? json::value(*m.basis_last_seq) : json::value(nullptr);
+  if (m.dropped_to_seq) o["dropped_to_seq"] = *m.dropped_to_seq;
+  return o;
+}
+
 namespace {
 
 constexpr std::array<std::string_view, std::variant_size_v<directive>> type_names{
-    "llm_stream", "tool_exec", "reply", "request_error", "cancel_call"};
+    "llm_stream", "tool_exec", "reply", "request_error", "cancel_call", "summarize"};
 
 void put_fields(json::object& o, const llm_stream& d) {
   o["call_id"] = d.call_id;
@@ -43,6 +54,7 @@ void put_fields(json::object& o, const llm_stream& d) {
   o["params"] = to_json(d.params);
   o["request_id"] = d.request_id;
   o["iteration"] = d.iteration;
+  o["context"] = to_json(d.context);
 }
 
 void put_fields(json::object& o, const tool_exec& d) {
@@ -68,6 +80,18 @@ void put_fields(json::object& o, const request_error& d) {
   o["request_id"] = d.request_id;
   o["reason"] = d.reason;
   o["message"] = d.message;
+}
+
+void put_fields(json::object& o, const summarize& d) {
+  o["call_id"] = d.call_id;
+  o["model"] = d.model;
+  json::array messages;
+  for (const auto& m : d.messages) messages.push_back(to_json(m));
+  o["messages"] = std::move(messages);
+  o["from_seq"] = d.from_seq;
+  o["to_seq"] = d.to_seq;
+  o["params"] = to_json(d.params);
+  o["request_id"] = d.request_id;
 }
 
 void put_fields(json::object& o, const cancel_call& d) {

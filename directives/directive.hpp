@@ -6,6 +6,7 @@
 #include "directives/llm_stream.hpp"
 #include "directives/reply.hpp"
 #include "directives/request_error.hpp"
+#include "directives/summarize.hpp"
 #include "directives/tool_exec.hpp"
 
 #include <boost/json/value.hpp>
@@ -15,7 +16,7 @@
 
 namespace troupe {
 
-using directive = std::variant<llm_stream, tool_exec, reply, request_error, cancel_call>;
+using directive = std::variant<llm_stream, tool_exec, reply, request_error, cancel_call, summarize>;
 
 // "llm_stream", "tool_exec", …
 std::string_view directive_type(const directive& d);

@@ -1,6 +1,7 @@
 #pragma once
 // "Stream this context to this model": one model call of a request.
 
+#include "directives/context_meta.hpp"
 #include "directives/llm_message.hpp"
 #include "directives/tool_spec.hpp"
 #include "signals/generation_params.hpp"
@@ -18,6 +19,7 @@ struct llm_stream {
   generation_params params;
   std::string request_id;
   int iteration = 0;
+  context_meta context;  // how `messages` was projected from the thread
 };
 
 }  // namespace troupe

@@ -8,12 +8,12 @@
 namespace troupe {
 
 namespace {
-constexpr std::array<std::string_view, 17> kind_names{
+constexpr std::array<std::string_view, 20> kind_names{
     "request.started", "request.completed", "request.failed",  "request.cancelled",
     "llm.started",     "llm.delta",         "llm.completed",   "llm.error",
     "tool.started",    "tool.completed",    "tool.error",      "tool.timeout",
     "tool.retry",      "agent.started",     "agent.crashed",   "agent.restarted",
-    "agent.escalated"};
+    "agent.escalated", "context.warning",   "summary.completed", "summary.failed"};
 }
 
 std::string_view to_string(telemetry_kind k) { return kind_names[static_cast<std::size_t>(k)]; }

@@ -19,6 +19,7 @@ enum class telemetry_kind {
   llm_started, llm_delta, llm_completed, llm_error,
   tool_started, tool_completed, tool_error, tool_timeout, tool_retry,
   agent_started, agent_crashed, agent_restarted, agent_escalated,
+  context_warning, summary_completed, summary_failed,
 };
 
 std::string_view to_string(telemetry_kind k);

@@ -6,10 +6,25 @@
 
 #include <boost/json/value.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
 namespace troupe {
+
+// Per-request changes to the agent's context policy (see strategy/context_policy.hpp).
+struct context_overrides {
+  std::optional<std::int64_t> max_input_tokens;
+  std::optional<std::int64_t> reserve_output_tokens;
+  std::optional<std::int64_t> max_messages;
+  std::optional<std::int64_t> keep_last_turns;
+  std::optional<bool> summarize;  // true: request summaries; false: use existing ones only
+
+  bool empty() const {
+    return !max_input_tokens && !reserve_output_tokens && !max_messages && !keep_last_turns && !summarize;
+  }
+  friend bool operator==(const context_overrides&, const context_overrides&) = default;
+};
 
 // Per-request settings that take precedence over the agent's configuration.
 struct query_overrides {
@@ -17,6 +32,7 @@ struct query_overrides {
   std::optional<std::string> system_prompt;
   std::optional<int> max_iterations;
   generation_params params;
+  context_overrides context;
 
   friend bool operator==(const query_overrides&, const query_overrides&) = default;
 };

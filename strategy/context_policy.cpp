@@ -54,22 +54,18 @@ context_policy context_policy::for_model(std::string_view model) {
   return context_policy{};
 }
 
-context_policy context_policy_override::apply_to(context_policy p) const {
-  if (max_input_tokens) p.max_input_tokens = *max_input_tokens;
-  if (reserve_output_tokens) p.reserve_output_tokens = *reserve_output_tokens;
-  if (max_messages) p.max_messages = *max_messages;
-  if (keep_last_turns) p.keep_last_turns = *keep_last_turns;
-  if (summaries) p.summaries = *summaries;
+context_policy apply(context_policy p, const context_overrides& o) {
+  if (o.max_input_tokens) p.max_input_tokens = *o.max_input_tokens;
+  if (o.reserve_output_tokens) p.reserve_output_tokens = *o.reserve_output_tokens;
+  if (o.max_messages) p.max_messages = static_cast<std::size_t>(*o.max_messages);
+  if (o.keep_last_turns) p.keep_last_turns = static_cast<std::size_t>(*o.keep_last_turns);
+  if (o.summarize) p.summaries = *o.summarize ? summarization::request_new : summarization::use_existing;
   return p;
 }
 
-context_policy resolve_policy(const context_policy& agent_config,
-                              const std::optional<context_policy_override>& agent_state,
-                              const std::optional<context_policy_override>& request) {
-  context_policy p = agent_config;
-  if (agent_state) p = agent_state->apply_to(p);
-  if (request) p = request->apply_to(p);
-  return p;
+context_policy resolve_policy(const context_policy& agent_config, const context_overrides& agent_state,
+                              const context_overrides& request) {
+  return apply(apply(agent_config, agent_state), request);
 }
 
 }  // namespace troupe

@@ -3,6 +3,8 @@
 // messages to keep, which entry kinds count, and whether summaries stand in
 // for what falls out of the window. The thread itself stays whole.
 
+#include "signals/query.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,20 +40,12 @@ struct context_policy {
   static context_policy for_model(std::string_view model);
 };
 
-// The fields a request or an agent may override, highest first:
-// per-request override, agent state, agent config, default.
-struct context_policy_override {
-  std::optional<std::int64_t> max_input_tokens;
-  std::optional<std::int64_t> reserve_output_tokens;
-  std::optional<std::size_t> max_messages;
-  std::optional<std::size_t> keep_last_turns;
-  std::optional<summarization> summaries;
+// The policy with the fields `o` sets replaced.
+context_policy apply(context_policy base, const context_overrides& o);
 
-  context_policy apply_to(context_policy base) const;
-};
-
-context_policy resolve_policy(const context_policy& agent_config,
-                              const std::optional<context_policy_override>& agent_state,
-                              const std::optional<context_policy_override>& request);
+// Resolution, highest first: the request's overrides, the agent's state's,
+// the agent's configuration (which starts from the defaults).
+context_policy resolve_policy(const context_policy& agent_config, const context_overrides& agent_state,
+                              const context_overrides& request);
 
 }  // namespace troupe

@@ -4,6 +4,9 @@
 
 #include <boost/json/serialize.hpp>
 
+#include <limits>
+#include <set>
+
 namespace troupe {
 
 namespace json = boost::json;
@@ -21,9 +24,16 @@ namespace {
 
 // Adds entries to a projection in progress. Reads only the fields each
 // entry's kind needs.
+// A projection being built: its messages, and the model call whose
+// assistant message is last and can still take tool calls.
+struct projected {
+  message_list messages;
+  std::string open_call_id;
+};
+
 class projector {
  public:
-  explicit projector(projected_prefix& into) : p_(into) {}
+  explicit projector(projected& into) : p_(into) {}
 
   void add(std::string_view kind, const json::object& payload, const json::object& refs) {
     if (kind == entry_kind::message) {
@@ -57,41 +67,10 @@ class projector {
   }
 
  private:
-  projected_prefix& p_;
+  projected& p_;
 };
 
 }  // namespace
-
-std::shared_ptr<const projected_prefix> project_prefix(std::shared_ptr<const projected_prefix> prefix,
-                                                       std::string_view system_prompt,
-                                                       const thread_view& t) {
-  const bool usable = prefix && prefix->thread_id == t.id() && prefix->system_prompt == system_prompt &&
-                      prefix->basis <= t.size();
-  if (usable && prefix->basis == t.size()) return prefix;
-
-  auto next = std::make_shared<projected_prefix>();
-  if (usable) {
-    *next = *prefix;
-  } else {
-    next->thread_id = t.id();
-    next->system_prompt = system_prompt;
-    if (!system_prompt.empty())
-      next->messages.push_back(llm_message{"system", std::string(system_prompt), {}, {}, {}});
-  }
-  projector p(*next);
-  for (const entry& e : t.slice(next->basis, t.size())) p.add(e.kind, e.payload, e.refs);
-  next->basis = t.size();
-  return next;
-}
-
-message_list with_pending(const projected_prefix& prefix, std::span<const entry_draft> pending) {
-  projected_prefix all;
-  all.messages = prefix.messages;
-  all.open_call_id = prefix.open_call_id;
-  projector p(all);
-  for (const entry_draft& d : pending) p.add(d.kind, d.payload, d.refs);
-  return std::move(all.messages);
-}
 
 namespace {
 
@@ -122,7 +101,8 @@ projection project(const thread_view& t, const context_policy& policy, std::span
                    std::string_view system_prompt) {
   const token_estimator& est = default_estimator();
   projection out;
-  projection_meta& meta = out.meta;
+  context_meta& meta = out.meta;
+  meta.budget = policy.input_budget();
   meta.entries_total = t.size();
   meta.basis_rev = t.rev();
   if (!t.empty()) meta.basis_last_seq = t.size() - 1;
@@ -163,32 +143,51 @@ projection project(const thread_view& t, const context_policy& policy, std::span
       continue;
     }
     std::size_t first = end;
-    bool has_call = k == entry_kind::tool_call;
     std::size_t unit_messages = 1;
+    bool complete = true;
     if (is_tool_kind(k)) {
-      const std::string_view call_id = string_field(src.refs(end), "call_id").value_or("");
-      unit_messages = k == entry_kind::tool_result ? 2 : 1;  // the assistant message and this result
+      // Results follow their calls: walk back over the results, then over
+      // every call of the same model call; the unit is sent only if its calls
+      // and results match one for one.
+      std::set<std::string_view> calls, results;
+      std::string_view call_id;
+      auto take = [&](std::size_t j) {
+        const std::string_view id = string_field(src.refs(j), "tool_call_id").value_or("");
+        if (src.kind(j) == entry_kind::tool_result) {
+          results.insert(id);
+        } else {
+          calls.insert(id);
+          if (call_id.empty()) call_id = string_field(src.refs(j), "call_id").value_or("");
+        }
+      };
+      take(end);
       while (first > lower) {
-        const std::string_view pk = src.kind(first - 1);
-        if (is_tool_kind(pk) && string_field(src.refs(first - 1), "call_id").value_or("") == call_id) {
-          has_call = has_call || pk == entry_kind::tool_call;
-          if (pk == entry_kind::tool_result) ++unit_messages;
+        const std::size_t j = first - 1;
+        const std::string_view pk = src.kind(j);
+        if (!policy.includes(pk)) {
           --first;
-        } else if (!policy.includes(pk)) {
+        } else if (pk == entry_kind::tool_result && calls.empty()) {
+          take(j);
+          --first;
+        } else if (pk == entry_kind::tool_call &&
+                   (calls.size() < results.size() || call_id.empty() ||
+                    string_field(src.refs(j), "call_id").value_or("") == call_id)) {
+          take(j);
           --first;
         } else {
           break;
         }
       }
       // The assistant's own words of the same model call belong to the unit.
-      if (first > lower && src.kind(first - 1) == entry_kind::message &&
+      if (!call_id.empty() && first > lower && src.kind(first - 1) == entry_kind::message &&
           string_field(src.refs(first - 1), "call_id").value_or("") == call_id &&
           string_field(src.payload(first - 1), "role") == "assistant")
         --first;
+      complete = !calls.empty() && calls == results;
+      unit_messages = 1 + results.size();
     }
     i = first;
-    // Results whose calls lie beyond the summary boundary cannot be sent.
-    if (is_tool_kind(k) && !has_call) continue;
+    if (!complete) continue;  // never a call without its results, nor a result without its call
 
     std::int64_t cost = 0;
     for (std::size_t j = first; j <= end; ++j)
@@ -217,12 +216,13 @@ projection project(const thread_view& t, const context_policy& policy, std::span
     for (std::size_t j = i; j-- > lower;)
       if (policy.includes(src.kind(j)) && src.kind(j) != entry_kind::summary) {
         meta.truncated = true;
+        if (!src.is_pending(j)) meta.dropped_to_seq = j;
         break;
       }
   }
 
   // 6. In order.
-  projected_prefix built;
+  projected built;
   if (!system_prompt.empty()) built.messages.push_back(llm_message{"system", std::string(system_prompt), {}, {}, {}});
   if (summary) {
     built.messages.push_back(llm_message{policy.summary_as == summary_role::system ? "system" : "user", summary_text, {}, {}, {}});
@@ -246,7 +246,12 @@ projection project(const thread_view& t, const context_policy& policy, std::span
 
 message_list project_messages(std::string_view system_prompt, const thread_view& t,
                               std::span<const entry_draft> pending) {
-  return with_pending(*project_prefix(nullptr, system_prompt, t), pending);
+  context_policy everything;
+  everything.max_input_tokens = std::numeric_limits<std::int64_t>::max() / 2;
+  everything.reserve_output_tokens = 0;
+  everything.keep_last_turns = 0;
+  everything.summaries = summarization::none;
+  return project(t, everything, pending, system_prompt).messages;
 }
 
 }  // namespace troupe

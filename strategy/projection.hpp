@@ -3,11 +3,12 @@
 // model call from the committed entries plus the entries about to be
 // committed with it, and thrown away afterwards.
 //
-// This projection sends the whole conversation: the system prompt, then every
-// message in order, with an assistant's tool calls grouped into one assistant
-// message followed by their results. Other kinds (notes, errors, checkpoints)
-// are the runtime's records and are not shown to the model.
+// Messages, tool calls and tool results become the model's messages (an
+// assistant's tool calls grouped into one assistant message followed by their
+// results); other kinds (notes, errors, checkpoints) are the runtime's
+// records and are not shown to the model.
 
+#include "directives/context_meta.hpp"
 #include "directives/llm_message.hpp"
 #include "strategy/context_policy.hpp"
 #include "strategy/thread.hpp"
@@ -22,46 +23,13 @@
 
 namespace troupe {
 
+// The whole conversation, without a budget or a window.
 message_list project_messages(std::string_view system_prompt, const thread_view& t,
                               std::span<const entry_draft> pending);
 
-// The projection of a thread's first `basis` entries. Threads only grow, so
-// the next model call needs to project only what was appended since: the
-// machine keeps the last prefix in its state. Immutable once built.
-struct projected_prefix {
-  std::string thread_id;
-  std::string system_prompt;
-  std::uint64_t basis = 0;  // entries projected
-  message_list messages;
-  std::string open_call_id;  // the model call whose tool calls join the last message
-};
-
-// `prefix` extended to all of `t` (the same pointer if nothing was added).
-// A null prefix, or one made for another thread or system prompt, is rebuilt.
-std::shared_ptr<const projected_prefix> project_prefix(std::shared_ptr<const projected_prefix> prefix,
-                                                       std::string_view system_prompt, const thread_view& t);
-// The context for a model call: the prefix, then the entries not yet committed.
-message_list with_pending(const projected_prefix& prefix, std::span<const entry_draft> pending);
-
-// What a budgeted projection did, for tracing, telemetry and /context.
-struct projection_meta {
-  std::int64_t estimated_tokens = 0;
-  bool truncated = false;   // older entries (after the summary) were left out
-  bool oversized = false;   // the newest unit alone exceeds the budget: it was sent alone
-  std::size_t entries_included = 0;
-  std::size_t entries_total = 0;  // entries in the thread
-  bool summary_used = false;
-  std::uint64_t basis_rev = 0;
-  std::optional<std::uint64_t> basis_last_seq;
-  std::size_t pending_count = 0;
-  bool needs_summary = false;
-
-  friend bool operator==(const projection_meta&, const projection_meta&) = default;
-};
-
 struct projection {
   message_list messages;
-  projection_meta meta;
+  context_meta meta;
 };
 
 // The model's context under a policy:

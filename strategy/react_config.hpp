@@ -4,6 +4,7 @@
 
 #include "directives/tool_spec.hpp"
 #include "signals/generation_params.hpp"
+#include "strategy/context_policy.hpp"
 
 #include <cstdint>
 #include <string>
@@ -17,6 +18,16 @@ struct react_config {
   int max_iterations = 10;
   generation_params params;
   std::int64_t tool_timeout_ms = 30'000;
+  context_policy context;  // how the thread becomes each call's context
+  // Summaries (when the policy requests them): the model (empty: `model`)
+  // and the instructions they are written with.
+  std::string summary_model;
+  std::string summary_prompt =
+      "You keep the memory of a conversation between a user and an assistant that uses tools. Write a "
+      "concise summary of the transcript below for the assistant's own later use: the user's goals and "
+      "preferences, facts established (including what tools returned), decisions made and questions still "
+      "open. If the transcript starts with an earlier summary, fold it in. Reply with the summary only.";
+  int summary_max_tokens = 600;
 };
 
 }  // namespace troupe

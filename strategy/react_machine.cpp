@@ -3,6 +3,8 @@
 #include "signals/overloaded.hpp"
 #include "strategy/projection.hpp"
 
+#include <boost/json/serialize.hpp>
+
 #include <algorithm>
 #include <cctype>
 
@@ -59,6 +61,10 @@ class stepper {
   }
 
   void on(const llm_result& r) {
+    if (!state_.summary_call_id.empty() && r.call_id == state_.summary_call_id) {
+      on_summary(r);
+      return;
+    }
     if (state_.status != react_status::awaiting_llm || r.call_id != state_.call_id) return;
     std::visit(overloaded{[&](const llm_completion& c) { on_completion(c); },
                           [&](const error_info& e) { end_with_error(e); }},
@@ -189,12 +195,66 @@ class stepper {
     clear_stream();
     const std::string& system_prompt =
         state_.overrides.system_prompt ? *state_.overrides.system_prompt : config_.system_prompt;
-    state_.projection.value = project_prefix(std::move(state_.projection.value), system_prompt, thread_);
-    directives_.push_back(llm_stream{
-        state_.call_id, state_.overrides.model.value_or(config_.model),
-        with_pending(*state_.projection.value, entries_),
-        config_.tools, generation_params::overlay(config_.params, state_.overrides.params),
-        state_.request_id, state_.iteration});
+    const context_policy policy = resolve_policy(config_.context, state_.context, state_.overrides.context);
+    projection context = project(thread_, policy, entries_, system_prompt);
+    maybe_summarize(context.meta);
+    directives_.push_back(llm_stream{state_.call_id, state_.overrides.model.value_or(config_.model),
+                                     std::move(context.messages), config_.tools,
+                                     generation_params::overlay(config_.params, state_.overrides.params),
+                                     state_.request_id, state_.iteration, context.meta});
+  }
+
+  // When the window left something out and the policy asks for summaries,
+  // one summary at a time is written beside the request, covering the thread
+  // up to the newest entry left out (and folding in the previous summary).
+  void maybe_summarize(const context_meta& meta) {
+    if (!meta.needs_summary || !meta.dropped_to_seq || !state_.summary_call_id.empty()) return;
+    const entry* previous = thread_.latest_summary();
+    const std::uint64_t from = previous ? static_cast<std::uint64_t>(int_field(previous->payload, "to_seq").value_or(0)) + 1 : 0;
+    const std::uint64_t to = *meta.dropped_to_seq;
+    if (to < from || to >= thread_.size()) return;
+
+    std::string transcript;
+    if (previous) transcript += "Earlier summary: " + std::string(string_field(previous->payload, "content").value_or("")) + "\n\n";
+    for (const entry& e : thread_.slice(from, to)) transcript += transcript_line(e);
+    summarize s;
+    s.call_id = ids_.next("summary");
+    s.model = config_.summary_model.empty() ? state_.overrides.model.value_or(config_.model) : config_.summary_model;
+    s.messages = {llm_message{"system", config_.summary_prompt, {}, {}, {}}, llm_message{"user", transcript, {}, {}, {}}};
+    s.from_seq = 0;
+    s.to_seq = to;
+    s.params.max_tokens = config_.summary_max_tokens;
+    s.request_id = state_.request_id;
+    state_.summary_call_id = s.call_id;
+    state_.summary_to_seq = to;
+    directives_.push_back(std::move(s));
+  }
+
+  static std::string transcript_line(const entry& e) {
+    if (e.kind == entry_kind::message)
+      return std::string(string_field(e.payload, "role").value_or("?")) + ": " +
+             std::string(string_field(e.payload, "content").value_or("")) + "\n";
+    if (e.kind == entry_kind::tool_call)
+      return "assistant calls " + std::string(string_field(e.payload, "name").value_or("?")) + " " +
+             json::serialize(e.payload.contains("arguments") ? e.payload.at("arguments") : json::value()) + "\n";
+    if (e.kind == entry_kind::tool_result)
+      return "tool " + std::string(string_field(e.payload, "name").value_or("?")) + " returned " + tool_result_text(e.payload) + "\n";
+    return {};
+  }
+
+  // A summary's model call ended: commit it, or let a later projection ask again.
+  void on_summary(const llm_result& r) {
+    if (const auto* c = std::get_if<llm_completion>(&r.outcome); c && !c->text.empty()) {
+      json::object payload(4);
+      payload.emplace("from_seq", 0);
+      payload.emplace("to_seq", state_.summary_to_seq);
+      payload.emplace("content", c->text);
+      payload.emplace("model", config_.summary_model.empty() ? config_.model : config_.summary_model);
+      json::object refs;
+      refs.emplace("call_id", state_.summary_call_id);
+      commit(entry_kind::summary, std::move(payload), std::move(refs));
+    }
+    state_.summary_call_id.clear();
   }
 
   void end_with_error(error_info e) {

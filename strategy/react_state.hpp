@@ -9,7 +9,6 @@
 #include "signals/tool_call.hpp"
 #include "signals/tool_result.hpp"
 #include "signals/token_usage.hpp"
-#include "strategy/projection.hpp"
 
 #include <boost/json/value.hpp>
 
@@ -38,15 +37,6 @@ struct pending_tool_call {
   friend bool operator==(const pending_tool_call&, const pending_tool_call&) = default;
 };
 
-// Data derived from the thread that the machine keeps to avoid recomputing
-// it. Never serialised, and never part of a state's identity: a state
-// without it computes the same outputs.
-template <class T>
-struct derived_cache {
-  std::shared_ptr<const T> value;
-  friend bool operator==(const derived_cache&, const derived_cache&) { return true; }
-};
-
 struct react_state {
   react_status status = react_status::idle;
 
@@ -64,7 +54,11 @@ struct react_state {
   token_usage request_usage;
   token_usage thread_usage;  // the session total over every request
 
-  derived_cache<projected_prefix> projection;  // of the thread as of the last model call
+  // The agent's own changes to its context policy (below a request's).
+  context_overrides context;
+  // A summary being written (its model call), and the seq it will cover up to.
+  std::string summary_call_id;
+  std::uint64_t summary_to_seq = 0;
 
   bool busy() const {
     return status == react_status::awaiting_llm || status == react_status::awaiting_tools;

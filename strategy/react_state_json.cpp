@@ -39,6 +39,15 @@ json::value to_json(const react_state& s) {
                  {"request_usage", to_json(s.request_usage)},
                  {"thread_usage", to_json(s.thread_usage)}};
   if (s.error) o["error"] = to_json(*s.error);
+  if (!s.context.empty()) {
+    query_overrides carrier;
+    carrier.context = s.context;
+    o["context"] = to_json(carrier).as_object().at("context");
+  }
+  if (!s.summary_call_id.empty()) {
+    o["summary_call_id"] = s.summary_call_id;
+    o["summary_to_seq"] = s.summary_to_seq;
+  }
   return o;
 }
 
@@ -57,6 +66,9 @@ decoded<react_state> decode_react_state(const json::value& v) {
   const json::value& request_usage = r.value("request_usage");
   const json::value& thread_usage = r.value("thread_usage");
   const json::value* error = r.optional_value("error");
+  const json::value* context = r.optional_value("context");
+  s.summary_call_id = r.optional_string("summary_call_id").value_or("");
+  s.summary_to_seq = static_cast<std::uint64_t>(r.optional_int64("summary_to_seq").value_or(0));
   if (!r.ok()) return r.error();
 
   if (auto st = parse_react_status(status)) s.status = *st;
@@ -70,6 +82,11 @@ decoded<react_state> decode_react_state(const json::value& v) {
   auto tu = decode_usage(thread_usage, "thread_usage");
   if (!tu) return tu.error();
   s.thread_usage = *tu;
+  if (context) {
+    auto ov = decode_query_overrides(json::object{{"context", *context}}, "");
+    if (!ov) return ov.error();
+    s.context = ov->context;
+  }
   if (error) {
     auto e = decode_error_info(*error, "error");
     if (!e) return e.error();

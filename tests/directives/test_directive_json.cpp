@@ -11,7 +11,7 @@ TEST_CASE("every directive serialises to JSON with its type and fields") {
     llm_stream s{"c1", "m", {llm_message{"system", "sys", {}, {}, {}},
                              llm_message{"assistant", "", {tool_call{"t1", "x", {{"a", 1}}, {}}}, {}, {}},
                              llm_message{"tool", "42", {}, "t1", "x"}},
-                 make_tool_set({tool_spec{"x", "does x", {{"type", "object"}}}}), {}, "r1", 2};
+                 make_tool_set({tool_spec{"x", "does x", {{"type", "object"}}}}), {}, "r1", 2, {}};
     s.params.max_tokens = 64;
     const json::value v = to_json(directive{s});
     CHECK(v.at("type") == "llm_stream");

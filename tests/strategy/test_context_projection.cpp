@@ -224,15 +224,18 @@ TEST_CASE("presets and resolution") {
   CHECK(context_policy::for_model("gpt-4").max_input_tokens == 8'192);
   CHECK(context_policy::for_model("some-local-model").max_input_tokens == 8000);
 
-  context_policy_override state;
+  context_overrides state;
   state.keep_last_turns = 7;
   state.max_input_tokens = 5000;
-  context_policy_override request;
+  context_overrides request;
   request.max_input_tokens = 3000;
   const context_policy p = resolve_policy(context_policy::tool_focused(), state, request);
   CHECK(p.max_input_tokens == 3000);  // the request wins
   CHECK(p.keep_last_turns == 7);      // then the agent's state
   CHECK(p.reserve_output_tokens == context_policy::tool_focused().reserve_output_tokens);  // then its config
+  context_overrides summarize;
+  summarize.summarize = true;
+  CHECK(apply(context_policy{}, summarize).summaries == summarization::request_new);
 }
 
 TEST_CASE("entries carry their token estimate from the moment they are appended") {
