@@ -440,6 +440,8 @@ std::shared_ptr<const react_config> make_react_config(const agent_spec& spec, co
   c->max_iterations = spec.max_iterations;
   c->params = spec.params;
   c->tool_timeout_ms = spec.tool_timeout.count();
+  c->context = spec.context;
+  c->summary_model = spec.summary_model;
   return c;
 }
 

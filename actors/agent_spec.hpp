@@ -4,6 +4,7 @@
 
 #include "runtime/llm_provider.hpp"
 #include "signals/generation_params.hpp"
+#include "strategy/context_policy.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -29,6 +30,8 @@ struct agent_spec {
   std::size_t max_queued_asks = 64;   // per thread, beyond the running one
   std::size_t max_parallel_tools = 8; // tool calls of one model turn running at once
   restart_policy restart = restart_policy::transient;
+  context_policy context{};        // how each call's context is cut from the thread
+  std::string summary_model{};     // empty: the agent's model
   std::shared_ptr<llm_provider> provider{};  // null: the runtime's provider
 };
 

@@ -262,6 +262,7 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
     spec.system_prompt = fill(options.system_prompt.empty() && scripted ? "You are simulated agent {agent}." : options.system_prompt, i, 0);
     spec.tools = tools;
     spec.max_iterations = options.max_iterations;
+    spec.context = options.context;
     agents.push_back(rt.spawn_agent(std::move(spec)));
   }
 

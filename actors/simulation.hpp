@@ -7,6 +7,7 @@
 // runtime alone). Used by `troupe simulate`, its tests and benchmarks.
 
 #include "actors/runtime.hpp"
+#include "strategy/context_policy.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -33,6 +34,7 @@ struct simulation_options {
   std::string system_prompt{};        // "{agent}" is replaced
   std::vector<std::string> tools{};   // built-in tools to enable (with a provider)
   int max_iterations = 10;
+  context_policy context{};
   // The user message of each turn; "{agent}" and "{turn}" are replaced.
   std::string question = "Question {turn} from agent {agent}.";
   double turn_timeout_seconds = 300;

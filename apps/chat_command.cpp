@@ -1,6 +1,7 @@
 #include "apps/commands.hpp"
 
 #include "runtime/random_ids.hpp"
+#include "strategy/projection.hpp"
 
 #include <editline/readline.h>
 
@@ -46,7 +47,8 @@ int run_chat(const model_options& o) {
   token_usage session;
   int failures = 0;
   if (tty)
-    std::cout << "troupe chat with " << s.model << ". /reset starts a new thread, /thread shows it, /quit leaves.\n";
+    std::cout << "troupe chat with " << s.model
+              << ". /reset starts a new thread, /thread shows it, /context its last context, /quit leaves.\n";
 
   std::string line;
   while (read_line(tty, line)) {
@@ -63,8 +65,18 @@ int run_chat(const model_options& o) {
       std::cout << "thread " << thread << ": " << (t ? t->size() : 0) << " entries\n";
       continue;
     }
+    if (text == "/context") {
+      // The projection the next call would start from (the thread as it is).
+      if (auto t = s.assistant->snapshot(thread)) {
+        const context_meta m = project(*t, s.policy, {}, o.system).meta;
+        std::cout << "context: " << m.estimated_tokens << " of " << m.budget << " tokens, " << m.entries_included
+                  << " of " << m.entries_total << " entries" << (m.truncated ? ", older entries left out" : "")
+                  << (m.summary_used ? ", with a summary" : "") << (m.oversized ? ", over budget" : "") << "\n";
+      }
+      continue;
+    }
     if (text.front() == '/') {
-      std::cout << "unknown command " << text << " (try /reset, /thread, /quit)\n";
+      std::cout << "unknown command " << text << " (try /reset, /thread, /context, /quit)\n";
       continue;
     }
 

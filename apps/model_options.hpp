@@ -3,6 +3,7 @@
 // to: a provider, a model name and an agent spec.
 
 #include "actors/runtime.hpp"
+#include "strategy/context_policy.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -25,7 +26,14 @@ struct model_options {
   int retries = 3;
   bool no_stream = false;
   std::string script;
+  std::string context_policy_name;  // short | long | tool | auto; empty: the default policy
+  std::optional<std::int64_t> max_input_tokens;
+  std::optional<std::size_t> keep_last_turns;
+  bool summarize = false;
 };
+
+// The context policy the options describe, for `model`.
+context_policy policy_for(const model_options& o, const std::string& model);
 
 // `conversation`: the options of a single conversation (--thread) too.
 void add_model_options(CLI::App& command, model_options& o, bool conversation = true);
@@ -53,6 +61,7 @@ struct cli_session {
   std::unique_ptr<runtime> rt;
   std::optional<agent> assistant;
   std::string model;
+  context_policy policy;
 };
 
 }  // namespace troupe::cli

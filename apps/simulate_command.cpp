@@ -34,6 +34,7 @@ int run_simulate(simulation_options options, const model_options& model, bool as
     options.tools = model.tools;
     options.turn_timeout_seconds = model.timeout_seconds;
     options.max_iterations = model.max_iterations;
+    options.context = policy_for(model, m.model);
   }
   // Ctrl-C ends the run early; the totals so far are still printed.
   options.stop = &stop_requested;

@@ -186,14 +186,17 @@ projection project(const thread_view& t, const context_policy& policy, std::span
       complete = !calls.empty() && calls == results;
       unit_messages = 1 + results.size();
     }
-    i = first;
-    if (!complete) continue;  // never a call without its results, nor a result without its call
+    if (!complete) {  // never a call without its results, nor a result without its call
+      i = first;
+      continue;
+    }
 
     std::int64_t cost = 0;
     for (std::size_t j = first; j <= end; ++j)
       if (policy.includes(src.kind(j))) cost += src.tokens(j);
     const bool mandatory = src.is_pending(end);  // the input of this call
     const bool is_user = k == entry_kind::message && string_field(src.payload(end), "role") == "user";
+    // Stopping leaves `i` just past this unit: it is the newest one left out.
     if (!mandatory) {
       if (policy.keep_last_turns && turns >= policy.keep_last_turns) { stopped_early = true; break; }
       if (policy.max_messages && messages + unit_messages > policy.max_messages) { stopped_early = true; break; }
@@ -204,6 +207,7 @@ projection project(const thread_view& t, const context_policy& policy, std::span
     } else if (cost > left) {
       meta.oversized = true;
     }
+    i = first;
     kept.push_back({first, end});
     left -= cost;
     used += cost;

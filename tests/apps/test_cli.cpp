@@ -197,6 +197,25 @@ TEST_CASE("troupe simulate against a model server") {
   CHECK(server.max_in_flight() <= 2);
 }
 
+TEST_CASE("the context options cut each call's context, and /context shows it") {
+  key_in_env key;
+  http_test_server server;
+  for (int i = 0; i < 3; ++i) server.respond(scripted_http_response::sse(fixture("openai_text.sse")));
+  const auto questions = std::filesystem::temp_directory_path() / ("troupe-ctx-" + std::to_string(::getpid()) + ".txt");
+  std::ofstream(questions) << "one\ntwo\nthree\n/context\n";
+  const run_result r = run_troupe("chat --model openai:m --base-url " + server.base_url() +
+                                  "/v1 --api-key-env TROUPE_TEST_KEY --keep-last-turns 1 --max-input-tokens 500 < " +
+                                  questions.string());
+  std::filesystem::remove(questions);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("context: ") && Catch::Contains("of 375 tokens") && Catch::Contains("older entries left out"));
+  // The third call carried only its own question.
+  const json::value third = json::parse(server.requests().at(2).body);
+  REQUIRE(third.at("messages").as_array().size() == 1);
+  CHECK(third.at("messages").at(0).at("content") == "three");
+  CHECK(run_troupe("ask --context-policy huge --script x.json hi").exit_code != 0);
+}
+
 TEST_CASE("troupe refuses what it cannot do, clearly") {
   SECTION("no API key") {
     const run_result r = run_troupe("ask --model openai:gpt-4o-mini --api-key-env TROUPE_NO_SUCH_KEY hi", true);

@@ -82,6 +82,7 @@ struct harness {
   react_thread rt{thread("t", 0)};
   std::int64_t now = 1000;
   applied last;
+  std::vector<summarize> pending_summaries;
 };
 
 }  // namespace troupe::testing

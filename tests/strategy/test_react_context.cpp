@@ -1,0 +1,102 @@
+// The machine under a context policy: windowed calls, and summaries written
+// beside the requests.
+
+#include "support/react_harness.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace troupe;
+using namespace troupe::testing;
+namespace json = boost::json;
+
+namespace {
+
+harness small_window(summarization s = summarization::request_new) {
+  react_config c = config_with_tools({"search"});
+  c.context.keep_last_turns = 2;
+  c.context.summaries = s;
+  c.summary_model = "summary-model";
+  return harness(c);
+}
+
+// Runs one turn: question, answer.
+void turn(harness& h, const std::string& id) {
+  const llm_stream s = h.ask(id, "question " + id);
+  for (const directive& d : h.last.directives)
+    if (std::holds_alternative<summarize>(d)) h.pending_summaries.push_back(std::get<summarize>(d));
+  h.feed(answer(s.call_id, "answer " + id));
+}
+
+}  // namespace
+
+TEST_CASE("each model call carries how its context was projected") {
+  harness h = small_window(summarization::use_existing);
+  turn(h, "r1");
+  turn(h, "r2");
+  const llm_stream s = h.ask("r3", "third");
+  CHECK(s.context.basis_rev == 4);
+  CHECK(s.context.entries_total == 4);
+  CHECK(s.context.pending_count == 1);
+  CHECK(s.context.truncated);          // r1 fell out of the last two turns
+  CHECK(!s.context.needs_summary);     // summaries are not requested
+  CHECK(s.context.dropped_to_seq == 1);
+  REQUIRE(s.messages.size() == 4);     // system, r2's question and answer, r3's question
+  CHECK(s.messages[1].content == "question r2");
+}
+
+TEST_CASE("a summary is requested when the window drops something, and used once written") {
+  harness h = small_window();
+  turn(h, "r1");
+  turn(h, "r2");
+  CHECK(h.pending_summaries.empty());
+  const llm_stream s = h.ask("r3", "third");
+  const summarize sum = only<summarize>(h.last.directives);
+  CHECK(sum.model == "summary-model");
+  CHECK(sum.to_seq == 1);
+  CHECK(sum.from_seq == 0);
+  REQUIRE(sum.messages.size() == 2);
+  CHECK_THAT(sum.messages[1].content, Catch::Contains("user: question r1") && Catch::Contains("assistant: answer r1"));
+  CHECK(h.state().summary_call_id == sum.call_id);
+
+  SECTION("the summary is committed when it arrives, even in the middle of a request") {
+    const auto size = h.history().size();
+    CHECK(h.feed(answer(sum.call_id, "The user asked r1.")).empty());
+    REQUIRE(h.history().size() == size + 1);
+    const entry& e = *h.history().last();
+    CHECK(e.kind == "summary");
+    CHECK(e.payload.at("to_seq") == 1);
+    CHECK(e.payload.at("content") == "The user asked r1.");
+    CHECK(h.state().status == react_status::awaiting_llm);  // the request goes on
+    CHECK(h.state().call_id == s.call_id);
+    CHECK(h.state().summary_call_id.empty());
+
+    h.feed(answer(s.call_id, "answer r3"));
+    const llm_stream next = h.ask("r4", "fourth");
+    CHECK(next.context.summary_used);
+    CHECK_THAT(next.messages[1].content, Catch::Contains("The user asked r1."));
+  }
+  SECTION("only one summary is written at a time") {
+    h.feed(answer(s.call_id, "answer r3"));
+    h.ask("r4", "fourth");
+    CHECK(all_of_type<summarize>(h.last.directives).empty());
+  }
+  SECTION("a failed summary is asked for again by a later call") {
+    h.feed(llm_result{sum.call_id, error_info{"server", "boom", 500, 1, {}}});
+    CHECK(h.state().summary_call_id.empty());
+    CHECK(h.history().of_kind("summary").empty());
+    h.feed(answer(s.call_id, "answer r3"));
+    h.ask("r4", "fourth");
+    CHECK(all_of_type<summarize>(h.last.directives).size() == 1);
+  }
+}
+
+TEST_CASE("a request can change the context policy for itself") {
+  harness h = small_window(summarization::use_existing);
+  turn(h, "r1");
+  turn(h, "r2");
+  query q{"r3", "t", "everything please", {}};
+  q.overrides.context.keep_last_turns = 0;
+  const llm_stream s = only<llm_stream>(h.feed(q));
+  CHECK(s.messages.size() == 6);
+  CHECK(!s.context.truncated);
+}
