@@ -50,6 +50,12 @@ class message_list {
 
   void reserve(std::size_t n) { items_.reserve(n); }
   void push_back(llm_message m) { items_.push_back(std::make_shared<llm_message>(std::move(m))); }
+  // Shares a message with other lists (it is copied before any change).
+  void push_shared(std::shared_ptr<llm_message> m) { items_.push_back(std::move(m)); }
+  // The messages from `first` on, shared.
+  std::vector<std::shared_ptr<llm_message>> shared_from(std::size_t first) const {
+    return {items_.begin() + static_cast<std::ptrdiff_t>(first), items_.end()};
+  }
   // The last message, to change: copied first if another list shares it.
   llm_message& edit_back() {
     if (items_.back().use_count() > 1) items_.back() = std::make_shared<llm_message>(*items_.back());

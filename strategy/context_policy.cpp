@@ -5,6 +5,8 @@
 namespace troupe {
 
 bool context_policy::includes(std::string_view kind) const {
+  if (include_kinds.empty())
+    return kind == "message" || kind == "tool_call" || kind == "tool_result" || kind == "summary";
   return std::find(include_kinds.begin(), include_kinds.end(), kind) != include_kinds.end();
 }
 

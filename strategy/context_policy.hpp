@@ -23,7 +23,9 @@ struct context_policy {
   std::size_t keep_last_turns = 3; // 0: unlimited; a turn begins with a user message
   summarization summaries = summarization::use_existing;
   summary_role summary_as = summary_role::system;
-  std::vector<std::string> include_kinds{"message", "tool_call", "tool_result", "summary"};
+  // Empty: message, tool_call, tool_result and summary. (The default costs no
+  // allocation: a policy is resolved for every model call.)
+  std::vector<std::string> include_kinds;
   // Ask for a summary once this many entries follow the latest one (0: only
   // when the window had to drop something).
   std::size_t summarize_after_entries = 0;

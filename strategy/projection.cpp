@@ -5,7 +5,7 @@
 #include <boost/json/serialize.hpp>
 
 #include <limits>
-#include <set>
+#include <algorithm>
 
 namespace troupe {
 
@@ -98,7 +98,7 @@ bool is_tool_kind(std::string_view k) { return k == entry_kind::tool_call || k =
 }  // namespace
 
 projection project(const thread_view& t, const context_policy& policy, std::span<const entry_draft> pending,
-                   std::string_view system_prompt) {
+                   std::string_view system_prompt, const unit_cache* cache, unit_cache* next_cache) {
   const token_estimator& est = default_estimator();
   projection out;
   context_meta& meta = out.meta;
@@ -149,14 +149,15 @@ projection project(const thread_view& t, const context_policy& policy, std::span
       // Results follow their calls: walk back over the results, then over
       // every call of the same model call; the unit is sent only if its calls
       // and results match one for one.
-      std::set<std::string_view> calls, results;
+      // A handful of ids at most: small vectors, compared as sorted lists.
+      std::vector<std::string_view> calls, results;
       std::string_view call_id;
       auto take = [&](std::size_t j) {
         const std::string_view id = string_field(src.refs(j), "tool_call_id").value_or("");
         if (src.kind(j) == entry_kind::tool_result) {
-          results.insert(id);
+          results.push_back(id);
         } else {
-          calls.insert(id);
+          calls.push_back(id);
           if (call_id.empty()) call_id = string_field(src.refs(j), "call_id").value_or("");
         }
       };
@@ -183,6 +184,8 @@ projection project(const thread_view& t, const context_policy& policy, std::span
           string_field(src.refs(first - 1), "call_id").value_or("") == call_id &&
           string_field(src.payload(first - 1), "role") == "assistant")
         --first;
+      std::sort(calls.begin(), calls.end());
+      std::sort(results.begin(), results.end());
       complete = !calls.empty() && calls == results;
       unit_messages = 1 + results.size();
     }
@@ -232,13 +235,37 @@ projection project(const thread_view& t, const context_policy& policy, std::span
     built.messages.push_back(llm_message{policy.summary_as == summary_role::system ? "system" : "user", summary_text, {}, {}, {}});
     meta.summary_used = true;
   }
-  projector p(built);
-  for (auto u = kept.rbegin(); u != kept.rend(); ++u)
-    for (std::size_t j = u->first; j <= u->last; ++j) {
-      if (!policy.includes(src.kind(j)) || src.kind(j) == entry_kind::summary) continue;
-      p.add(src.kind(j), src.payload(j), src.refs(j));
-      if (!src.is_pending(j)) ++meta.entries_included;
+  if (cache && cache->thread_id != t.id()) cache = nullptr;
+  if (next_cache) {
+    next_cache->thread_id = t.id();
+    next_cache->units.clear();
+  }
+  for (auto u = kept.rbegin(); u != kept.rend(); ++u) {
+    const bool committed = !src.is_pending(u->last);
+    for (std::size_t j = u->first; j <= u->last; ++j)
+      if (policy.includes(src.kind(j)) && src.kind(j) != entry_kind::summary && !src.is_pending(j))
+        ++meta.entries_included;
+    // A committed unit's messages from the last projection, if it had them.
+    const unit_cache::unit* known = nullptr;
+    if (cache && committed) {
+      auto it = std::lower_bound(cache->units.begin(), cache->units.end(), u->first,
+                                 [](const unit_cache::unit& x, std::uint64_t seq) { return x.first_seq < seq; });
+      if (it != cache->units.end() && it->first_seq == u->first && it->last_seq == u->last) known = &*it;
     }
+    const std::size_t start = built.messages.size();
+    if (known) {
+      for (const auto& m : known->messages) built.messages.push_shared(m);
+    } else {
+      projected unit_messages;
+      projector p(unit_messages);
+      for (std::size_t j = u->first; j <= u->last; ++j)
+        if (policy.includes(src.kind(j)) && src.kind(j) != entry_kind::summary)
+          p.add(src.kind(j), src.payload(j), src.refs(j));
+      for (const auto& m : unit_messages.messages.shared_from(0)) built.messages.push_shared(m);
+    }
+    if (next_cache && committed)
+      next_cache->units.push_back({u->first, u->last, built.messages.shared_from(start)});
+  }
   out.messages = std::move(built.messages);
   meta.estimated_tokens = fixed + used;
 

@@ -32,6 +32,19 @@ struct projection {
   context_meta meta;
 };
 
+// The messages of the complete units of a thread's last projection. A unit
+// of committed entries never changes, so the next projection of the same
+// thread reuses them instead of building them again; it holds only what the
+// window held, so it stays small.
+struct unit_cache {
+  struct unit {
+    std::uint64_t first_seq, last_seq;
+    std::vector<std::shared_ptr<llm_message>> messages;
+  };
+  std::string thread_id;
+  std::vector<unit> units;  // by first_seq
+};
+
 // The model's context under a policy:
 //  1. only the kinds the policy includes;
 //  2. only what follows the latest summary's to_seq (the summary stands in for the rest);
@@ -44,8 +57,12 @@ struct projection {
 //     pending entries.
 // Deterministic, and it reads only the entries it could include: its cost
 // grows with the window, not with the thread.
+// `cache` (optional) holds the units of an earlier projection of the same
+// thread; the units of this one are left in `next_cache` (when given). The
+// result is the same with or without them.
 projection project(const thread_view& t, const context_policy& policy, std::span<const entry_draft> pending,
-                   std::string_view system_prompt);
+                   std::string_view system_prompt, const unit_cache* cache = nullptr,
+                   unit_cache* next_cache = nullptr);
 
 // How a tool_result entry's payload reads to the model: the result as JSON
 // text (a string result as itself), or {"error": {...}}.

@@ -8,8 +8,15 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace troupe {
+
+inline constexpr std::string_view default_summary_prompt =
+    "You keep the memory of a conversation between a user and an assistant that uses tools. Write a "
+    "concise summary of the transcript below for the assistant's own later use: the user's goals and "
+    "preferences, facts established (including what tools returned), decisions made and questions still "
+    "open. If the transcript starts with an earlier summary, fold it in. Reply with the summary only.";
 
 struct react_config {
   std::string system_prompt;
@@ -20,13 +27,9 @@ struct react_config {
   std::int64_t tool_timeout_ms = 30'000;
   context_policy context;  // how the thread becomes each call's context
   // Summaries (when the policy requests them): the model (empty: `model`)
-  // and the instructions they are written with.
+  // and the instructions they are written with (empty: default_summary_prompt).
   std::string summary_model;
-  std::string summary_prompt =
-      "You keep the memory of a conversation between a user and an assistant that uses tools. Write a "
-      "concise summary of the transcript below for the assistant's own later use: the user's goals and "
-      "preferences, facts established (including what tools returned), decisions made and questions still "
-      "open. If the transcript starts with an earlier summary, fold it in. Reply with the summary only.";
+  std::string summary_prompt;
   int summary_max_tokens = 600;
 };
 

@@ -196,7 +196,9 @@ class stepper {
     const std::string& system_prompt =
         state_.overrides.system_prompt ? *state_.overrides.system_prompt : config_.system_prompt;
     const context_policy policy = resolve_policy(config_.context, state_.context, state_.overrides.context);
-    projection context = project(thread_, policy, entries_, system_prompt);
+    auto units = std::make_shared<unit_cache>();
+    projection context = project(thread_, policy, entries_, system_prompt, state_.projection.value.get(), units.get());
+    state_.projection.value = std::move(units);
     maybe_summarize(context.meta);
     directives_.push_back(llm_stream{state_.call_id, state_.overrides.model.value_or(config_.model),
                                      std::move(context.messages), config_.tools,
@@ -220,7 +222,8 @@ class stepper {
     summarize s;
     s.call_id = ids_.next("summary");
     s.model = config_.summary_model.empty() ? state_.overrides.model.value_or(config_.model) : config_.summary_model;
-    s.messages = {llm_message{"system", config_.summary_prompt, {}, {}, {}}, llm_message{"user", transcript, {}, {}, {}}};
+    const std::string prompt = config_.summary_prompt.empty() ? std::string(default_summary_prompt) : config_.summary_prompt;
+    s.messages = {llm_message{"system", prompt, {}, {}, {}}, llm_message{"user", transcript, {}, {}, {}}};
     s.from_seq = 0;
     s.to_seq = to;
     s.params.max_tokens = config_.summary_max_tokens;

@@ -9,6 +9,7 @@
 #include "signals/tool_call.hpp"
 #include "signals/tool_result.hpp"
 #include "signals/token_usage.hpp"
+#include "strategy/projection.hpp"
 
 #include <boost/json/value.hpp>
 
@@ -37,6 +38,15 @@ struct pending_tool_call {
   friend bool operator==(const pending_tool_call&, const pending_tool_call&) = default;
 };
 
+// Data derived from the thread that the machine keeps so as not to compute it
+// again. Never serialised, and never part of a state's identity: a state
+// without it computes the same outputs.
+template <class T>
+struct derived_cache {
+  std::shared_ptr<const T> value;
+  friend bool operator==(const derived_cache&, const derived_cache&) { return true; }
+};
+
 struct react_state {
   react_status status = react_status::idle;
 
@@ -59,6 +69,8 @@ struct react_state {
   // A summary being written (its model call), and the seq it will cover up to.
   std::string summary_call_id;
   std::uint64_t summary_to_seq = 0;
+
+  derived_cache<unit_cache> projection;  // the units of the last model call's context
 
   bool busy() const {
     return status == react_status::awaiting_llm || status == react_status::awaiting_tools;

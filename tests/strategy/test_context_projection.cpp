@@ -111,6 +111,29 @@ TEST_CASE("budgeted projections of random threads keep their invariants") {
   }
 }
 
+TEST_CASE("a projection that reuses an earlier one's units is the same as a fresh one") {
+  std::mt19937 rng(5);
+  for (int round = 0; round < 200; ++round) {
+    const thread t = random_thread(rng, 2 + rng() % 20);
+    context_policy p;
+    p.max_input_tokens = 500 + static_cast<std::int64_t>(rng() % 4000);
+    p.reserve_output_tokens = 100;
+    p.keep_last_turns = rng() % 4;
+    // An earlier projection, of the thread as it was some entries ago.
+    const thread earlier = *thread::restore(t.id(), t.size() / 2, 0, 0, {},
+                                            std::vector<entry>(t.entries().begin(), t.entries().begin() + static_cast<std::ptrdiff_t>(t.size() / 2)));
+    unit_cache cache, next;
+    project(earlier, p, {}, "sys", nullptr, &cache);
+    const projection reused = project(t, p, {}, "sys", &cache, &next);
+    const projection fresh = project(t, p, {}, "sys");
+    INFO("round " << round);
+    REQUIRE(reused.messages == fresh.messages);
+    REQUIRE(reused.meta == fresh.meta);
+    // And again from the cache it left.
+    REQUIRE(project(t, p, {}, "sys", &next).messages == fresh.messages);
+  }
+}
+
 TEST_CASE("the newest unit goes alone when it is larger than the whole budget") {
   sequential_ids ids;
   thread t("t");
