@@ -38,15 +38,19 @@ json::value to_json(const context_meta& m) {
 
 namespace {
 
+json::array messages_json(const message_list& messages) {
+  json::array out;
+  for (const auto& m : messages) out.push_back(to_json(m));
+  return out;
+}
+
 constexpr std::array<std::string_view, std::variant_size_v<directive>> type_names{
     "llm_stream", "tool_exec", "reply", "request_error", "cancel_call", "summarize"};
 
 void put_fields(json::object& o, const llm_stream& d) {
   o["call_id"] = d.call_id;
   o["model"] = d.model;
-  json::array messages;
-  for (const auto& m : d.messages) messages.push_back(to_json(m));
-  o["messages"] = std::move(messages);
+  o["messages"] = messages_json(d.messages);
   json::array tools;
   if (d.tools)
     for (const auto& t : *d.tools) tools.push_back(to_json(t));
@@ -85,9 +89,7 @@ void put_fields(json::object& o, const request_error& d) {
 void put_fields(json::object& o, const summarize& d) {
   o["call_id"] = d.call_id;
   o["model"] = d.model;
-  json::array messages;
-  for (const auto& m : d.messages) messages.push_back(to_json(m));
-  o["messages"] = std::move(messages);
+  o["messages"] = messages_json(d.messages);
   o["from_seq"] = d.from_seq;
   o["to_seq"] = d.to_seq;
   o["params"] = to_json(d.params);

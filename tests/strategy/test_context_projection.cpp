@@ -3,29 +3,17 @@
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
 
+#include "support/entry_builders.hpp"
+
 #include <map>
 #include <random>
 #include <set>
 
 using namespace troupe;
+using namespace troupe::testing;
 namespace json = boost::json;
 
 namespace {
-
-entry_draft msg(std::string role, std::string content, std::string call_id = "") {
-  json::object refs;
-  if (!call_id.empty()) refs["call_id"] = call_id;
-  return {"message", {{"role", role}, {"content", content}}, std::move(refs)};
-}
-entry_draft tcall(const std::string& call_id, const std::string& id) {
-  return {"tool_call", {{"name", "lookup"}, {"arguments", {{"q", id}}}}, {{"call_id", call_id}, {"tool_call_id", id}}};
-}
-entry_draft tresult(const std::string& call_id, const std::string& id, std::size_t size = 20) {
-  return {"tool_result", {{"name", "lookup"}, {"result", std::string(size, 'r')}}, {{"call_id", call_id}, {"tool_call_id", id}}};
-}
-entry_draft summary_of(std::uint64_t from, std::uint64_t to, std::string text) {
-  return {"summary", {{"from_seq", from}, {"to_seq", to}, {"content", text}}, {}};
-}
 
 // A random conversation: user questions, answers, parallel tool calls with
 // their results, notes, and now and then a summary.
@@ -43,7 +31,7 @@ thread random_thread(std::mt19937& rng, std::size_t turns) {
       const int n = 1 + pick(rng) % 3;
       for (int k = 0; k < n; ++k) t.append(tcall(cid, cid + "-" + std::to_string(k)), 1, ids);
       if (pick(rng) == 0) t.append(entry_draft{"note", {{"text", "internal"}}, {}}, 1, ids);
-      for (int k = 0; k < n; ++k) t.append(tresult(cid, cid + "-" + std::to_string(k), 10 + pick(rng) * 30), 1, ids);
+      for (int k = 0; k < n; ++k) t.append(tresult(cid, cid + "-" + std::to_string(k), boost::json::value(std::string(10 + pick(rng) * 30, 'r'))), 1, ids);
     }
     t.append(msg("assistant", "answer " + std::to_string(turn) + std::string(pick(rng) * 20, 'a'), "c" + std::to_string(++call)), 1, ids);
     if (pick(rng) == 0 && t.size() > 4) t.append(summary_of(0, t.size() - 3, "what happened so far"), 1, ids);
@@ -225,7 +213,7 @@ TEST_CASE("tool results that are still pending complete their unit") {
   sequential_ids ids;
   thread t("t");
   t.append({msg("user", "look it up"), tcall("c1", "a"), tcall("c1", "b")}, 1, ids);
-  const std::vector<entry_draft> pending{tresult("c1", "a"), tresult("c1", "b")};
+  const std::vector<entry_draft> pending{tresult("c1", "a", boost::json::value(std::string(20, 'r'))), tresult("c1", "b", boost::json::value(std::string(20, 'r')))};
   context_policy p;
   p.max_input_tokens = 10;  // far too small: the pending unit is sent anyway
   p.reserve_output_tokens = 0;

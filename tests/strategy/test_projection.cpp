@@ -3,31 +3,18 @@
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
 
+#include "support/entry_builders.hpp"
+
 using namespace troupe;
+using namespace troupe::testing;
 namespace json = boost::json;
 
-namespace {
-
-entry_draft msg(std::string role, std::string content, std::string call_id = "") {
-  json::object refs;
-  if (!call_id.empty()) refs["call_id"] = call_id;
-  return {"message", {{"role", role}, {"content", content}}, std::move(refs)};
-}
-entry_draft tcall(std::string call_id, std::string id, std::string name) {
-  return {"tool_call", {{"name", name}, {"arguments", {{"k", id}}}},
-          {{"call_id", call_id}, {"tool_call_id", id}}};
-}
-entry_draft tresult(std::string id, std::string name, json::value result) {
-  return {"tool_result", {{"name", name}, {"result", std::move(result)}}, {{"tool_call_id", id}}};
-}
-
-}  // namespace
 
 TEST_CASE("the projection of a whole thread") {
   sequential_ids ids;
   thread t("t");
   t.append({msg("user", "q"), tcall("c1", "a", "search"), tcall("c1", "b", "lookup"),
-            tresult("a", "search", "found"), tresult("b", "lookup", json::object{{"n", 1}}),
+            tresult("", "a", "found", "search"), tresult("", "b", json::object{{"n", 1}}),
             entry_draft{"note", {{"text", "internal"}}, {}}, msg("assistant", "answer", "c2")},
            1, ids);
 
@@ -73,8 +60,8 @@ TEST_CASE("pending entries are projected after the committed ones") {
 TEST_CASE("tool calls of different model calls are separate assistant messages") {
   sequential_ids ids;
   thread t("t");
-  t.append({msg("user", "q"), tcall("c1", "a", "x"), tresult("a", "x", 1), tcall("c2", "b", "x"),
-            tresult("b", "x", 2)},
+  t.append({msg("user", "q"), tcall("c1", "a", "x"), tresult("", "a", 1, "x"), tcall("c2", "b", "x"),
+            tresult("", "b", 2, "x")},
            1, ids);
   const auto m = project_messages("", t, {});
   REQUIRE(m.size() == 5);
