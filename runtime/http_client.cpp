@@ -261,7 +261,7 @@ struct http_client::impl {
   std::thread io;
   std::atomic<bool> stopping{false};
   std::atomic<std::uint64_t> next_id{1};
-  mutable std::mutex mutex;  // guards the three below
+  std::mutex mutex;  // guards the three below
   std::vector<std::shared_ptr<transfer>> pending_starts;
   std::vector<std::uint64_t> pending_cancels;
   std::unordered_map<std::uint64_t, std::shared_ptr<transfer>> by_id;
@@ -277,10 +277,5 @@ std::uint64_t http_client::start(http_request request, http_callbacks callbacks)
 }
 
 void http_client::cancel(std::uint64_t id) { impl_->cancel(id); }
-
-std::size_t http_client::in_flight() const {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->by_id.size();
-}
 
 }  // namespace troupe

@@ -57,7 +57,6 @@ class http_client {
 
   std::uint64_t start(http_request request, http_callbacks callbacks);
   void cancel(std::uint64_t id);
-  std::size_t in_flight() const;
 
   struct impl;
 
