@@ -180,12 +180,14 @@ class agent_logic {
     auto stored = st_.ctx->store->load(thread_id);
     if (!stored) return react_thread(thread(thread_id, wall_clock_ms()));
     thread t = std::move(*stored);
-    // The agent that wrote it may have died with tool calls in flight.
+    // The agent that wrote it may have died with tool calls in flight. The
+    // repair is kept only if it could be stored; unrepaired, the calls are
+    // simply left out of every context (a unit is sent whole or not at all).
     auto repairs = interrupted_tool_results(t);
     if (!repairs.empty()) {
-      const std::uint64_t rev = t.rev();
-      t.append(std::move(repairs), wall_clock_ms(), st_.ids);
-      st_.ctx->store->append(t, rev);
+      thread repaired = t;
+      repaired.append(std::move(repairs), wall_clock_ms(), st_.ids);
+      if (st_.ctx->store->append(repaired, t.rev())) t = std::move(repaired);
     }
     return react_thread(std::move(t));
   }
@@ -200,22 +202,37 @@ class agent_logic {
     run(slot, signal{std::move(q)});
   }
 
-  // One step of the machine, committed (to the thread and the store) before
-  // any of its directives leaves.
+  // One step of the machine, committed (to the store, then the thread) before
+  // any of its directives leaves. A store that cannot be written fails the
+  // running request with a typed error; the thread in memory stays what the
+  // store holds.
   void run(thread_slot& slot, const signal& s) {
-    const std::uint64_t rev_before = slot.conversation.history().rev();
-    applied out = slot.conversation.apply(*st_.config, s, wall_clock_ms(), st_.ids);
-    if (!out.committed.empty()) {
-      auto written = st_.ctx->store->append(slot.conversation.history(), rev_before);
-      if (!written) {
-        st_.ctx->emit(telemetry_kind::request_failed, [&] {
-      return telemetry_event{telemetry_kind::request_failed, st_.spec->id, slot.conversation.history().id(),
-                       slot.active_request, {}, {}, 0, 0,
-                       "store: " + written.error().type + ": " + written.error().message};
-    });
-      }
+    std::optional<store_error> failure;
+    auto persist = [&](const thread_view& t, std::uint64_t rev_before) {
+      auto written = st_.ctx->store->append(t, rev_before);
+      if (!written) failure = written.error();
+      return written.has_value();
+    };
+    std::optional<applied> out = slot.conversation.apply(*st_.config, s, wall_clock_ms(), st_.ids, persist);
+    if (!out) {
+      fail_on_store(slot, *failure);
+      return;
     }
-    for (directive& d : out.directives) dispatch(slot, std::move(d));
+    for (directive& d : out->directives) dispatch(slot, std::move(d));
+  }
+
+  void fail_on_store(thread_slot& slot, const store_error& e) {
+    const react_state& state = slot.conversation.state();
+    error_info why{"store_failed", "the thread could not be stored (" + e.type + "): " + e.message, {}, 0, {}};
+    // Whatever the request had in flight is stopped; its results would have nowhere to go.
+    if (state.status == react_status::awaiting_llm) self_->send(llm_executor(), cancel_atom::value, state.call_id, std::string{});
+    for (const auto& tool_call_id : slot.running_tools)
+      self_->send(tool_executor(), cancel_atom::value, state.call_id, tool_call_id);
+    const std::string request_id = slot.active_request;
+    const int iterations = state.iteration;
+    const token_usage used = state.request_usage;
+    slot.conversation.abandon_request(why);
+    if (!request_id.empty()) finish(slot, reply{request_id, why, used, iterations});
   }
 
   void dispatch(thread_slot& slot, directive d) {

@@ -3,6 +3,10 @@
 #include "support/runtime_harness.hpp"
 
 #include "actors/runtime_impl.hpp"
+#include "runtime/memory_thread_store.hpp"
+#include "support/catch_decoded.hpp"
+
+#include <atomic>
 
 using namespace troupe;
 using namespace troupe::testing;
@@ -214,4 +218,52 @@ TEST_CASE("telemetry reports a request with its correlation ids") {
       CHECK(e.iteration == 1);
     }
   }
+}
+
+namespace {
+
+// A memory store that can be told to fail, like a full disk or a lost connection.
+class failing_store final : public thread_store {
+ public:
+  std::atomic<bool> broken{false};
+  stored<thread> load(const std::string& id) override { return inner_.load(id); }
+  stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override {
+    if (broken) return store_error{"io", "no space left on device"};
+    return inner_.append(t, expected_rev);
+  }
+  std::vector<std::string> list() override { return inner_.list(); }
+  bool remove(const std::string& id) override { return inner_.remove(id); }
+
+ private:
+  memory_thread_store inner_;
+};
+
+}  // namespace
+
+TEST_CASE("a store that cannot be written fails the request and keeps memory and store consistent") {
+  auto store = std::make_shared<failing_store>();
+  auto model = std::make_shared<scripted_provider>([](const llm_stream& s) {
+    if (s.messages.back().role == "tool") return scripted_reply::text("done");
+    return scripted_reply::tools({call("t", "noop")});
+  });
+  runtime rt({.provider = model, .store = store});
+  rt.tools().add(make_tool("noop", [](const json::object&, const tool_context&) { return json::value(1); }, false));
+  agent a = rt.spawn_agent({.id = "a", .model = "m", .tools = {"noop"}});
+  CHECK(answer_of(must_reply(a.ask("first"))) == "done");
+
+  store->broken = true;
+  const reply r = must_reply(a.ask("second"));
+  CHECK(error_type_of(r) == "store_failed");
+  CHECK_THAT(std::get<error_info>(r.outcome).message, Catch::Contains("no space left"));
+  const auto in_memory = a.snapshot();
+  const auto in_store = store->load("a:default");
+  REQUIRE(in_memory);
+  REQUIRE(in_store);
+  CHECK(in_memory->rev() == in_store->rev());  // nothing half-written
+  CHECK(in_memory->size() == 4);               // the first turn only
+
+  store->broken = false;
+  CHECK(answer_of(must_reply(a.ask("third"))) == "done");
+  CHECK(store->load("a:default")->size() == 8);
+  CHECK(every_call_answered(*a.snapshot()));
 }
