@@ -26,7 +26,7 @@ json::value error_json(const reply& r) {
 }  // namespace
 
 int run_ask(const model_options& o, const std::string& question, bool as_json) {
-  cli_session s(o);
+  cli_session s(o, "memory:");
   ask_options a;
   a.thread_id = o.thread;
   bool streamed = false;

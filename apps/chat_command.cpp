@@ -39,7 +39,7 @@ std::string trim(const std::string& s) {
 }  // namespace
 
 int run_chat(const model_options& o) {
-  cli_session s(o);
+  cli_session s(o, default_store_uri());
   const bool tty = isatty(STDIN_FILENO);
   // Ctrl-C cancels the answer being written, not the chat.
   std::signal(SIGINT, on_sigint);

@@ -2,11 +2,14 @@
 
 #include "runtime/builtin_tools.hpp"
 #include "runtime/http_llm_provider.hpp"
+#include "runtime/memory_thread_store.hpp"
+#include "runtime/sqlite_thread_store.hpp"
 #include "runtime/scripted_provider.hpp"
 
 #include <boost/json.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -34,6 +37,9 @@ void add_model_options(CLI::App& c, model_options& o, bool conversation) {
   c.add_option("--max-input-tokens", o.max_input_tokens, "Token budget of each call's context")->check(CLI::PositiveNumber);
   c.add_option("--keep-last-turns", o.keep_last_turns, "Turns kept in each call's context (0: as many as fit)");
   c.add_flag("--summarize", o.summarize, "Summarize what falls out of the context window, and send the summary");
+  if (conversation)
+    c.add_option("--store", o.store, "Where threads are kept: memory: or sqlite:PATH (chat's default: " +
+                                         default_store_uri() + ")");
 }
 
 context_policy policy_for(const model_options& o, const std::string& model) {
@@ -146,11 +152,38 @@ resolved_model resolve_model(const model_options& o) {
   return {std::make_shared<http_llm_provider>(h, std::make_shared<http_client>()), model};
 }
 
-cli_session::cli_session(const model_options& o) {
+std::string default_store_uri() {
+  const std::string data = env("XDG_DATA_HOME");
+  const std::string home = env("HOME");
+  const std::string dir = !data.empty() ? data + "/troupe" : (home.empty() ? "." : home + "/.local/share/troupe");
+  return "sqlite:" + dir + "/troupe.db";
+}
+
+std::shared_ptr<thread_store> open_store(const std::string& uri, const std::string& fallback) {
+  const std::string u = uri.empty() ? fallback : uri;
+  if (u == "memory:" || u.empty()) return std::make_shared<memory_thread_store>();
+  if (u.rfind("sqlite:", 0) == 0) {
+    const std::string path = u.substr(7);
+    if (path.empty()) throw usage_error("--store sqlite: needs a path, e.g. sqlite:./troupe.db");
+    std::error_code ec;
+    if (const auto dir = std::filesystem::path(path).parent_path(); !dir.empty()) std::filesystem::create_directories(dir, ec);
+    try {
+      return std::make_shared<sqlite_thread_store>(path);
+    } catch (const std::exception& e) {
+      throw usage_error(e.what());
+    }
+  }
+  if (u.rfind("postgres://", 0) == 0 || u.rfind("postgresql://", 0) == 0)
+    throw usage_error("the PostgreSQL store is not built yet; use memory: or sqlite:PATH");
+  throw usage_error("unknown store " + u + " (memory: or sqlite:PATH)");
+}
+
+cli_session::cli_session(const model_options& o, const std::string& default_store) {
   resolved_model m = resolve_model(o);
   model = m.model;
-  rt = std::make_unique<runtime>(
-      runtime_options{.provider = m.provider, .telemetry = std::make_shared<log_sink>(false)});
+  rt = std::make_unique<runtime>(runtime_options{.provider = m.provider,
+                                                 .store = open_store(o.store, default_store),
+                                                 .telemetry = std::make_shared<log_sink>(false)});
   rt->tools().add(calculator_tool());
   rt->tools().add(current_time_tool());
   agent_spec spec;

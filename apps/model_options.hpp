@@ -30,7 +30,13 @@ struct model_options {
   std::optional<std::int64_t> max_input_tokens;
   std::optional<std::size_t> keep_last_turns;
   bool summarize = false;
+  std::string store;  // memory: | sqlite:PATH; empty: the command's default
 };
+
+// The thread store a --store URI names; `fallback` when it is empty.
+std::shared_ptr<thread_store> open_store(const std::string& uri, const std::string& fallback);
+// sqlite:$XDG_DATA_HOME/troupe/troupe.db (or ~/.local/share/troupe/troupe.db).
+std::string default_store_uri();
 
 // The context policy the options describe, for `model`.
 context_policy policy_for(const model_options& o, const std::string& model);
@@ -57,7 +63,8 @@ resolved_model resolve_model(const model_options& o);
 // A runtime with the built-in tools registered, and the CLI's agent in it.
 // Throws usage_error for a tool that does not exist.
 struct cli_session {
-  explicit cli_session(const model_options& o);
+  // `default_store`: the URI used when --store is not given.
+  cli_session(const model_options& o, const std::string& default_store);
   std::unique_ptr<runtime> rt;
   std::optional<agent> assistant;
   std::string model;

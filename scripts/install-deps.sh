@@ -7,7 +7,7 @@ packages=(
   g++ cmake ninja-build
   libboost1.81-dev libboost-json1.81-dev
   libcaf-dev libvalijson-dev libcli11-dev
-  libcurl4-openssl-dev ca-certificates libedit-dev
+  libcurl4-openssl-dev ca-certificates libedit-dev libsqlite3-dev
   catch2 libbenchmark-dev
 )
 

@@ -119,7 +119,7 @@ TEST_CASE("troupe chat keeps the conversation across questions") {
   server.respond(scripted_http_response::sse(fixture("openai_text.sse")));
   const auto questions = std::filesystem::temp_directory_path() / ("troupe-chat-" + std::to_string(::getpid()) + ".txt");
   std::ofstream(questions) << "first question\n/thread\nsecond question\n";
-  const run_result r = run_troupe("chat --model openai:m --base-url " + server.base_url() +
+  const run_result r = run_troupe("chat --store memory: --model openai:m --base-url " + server.base_url() +
                                   "/v1 --api-key-env TROUPE_TEST_KEY < " + questions.string());
   std::filesystem::remove(questions);
   CHECK(r.exit_code == 0);
@@ -144,7 +144,7 @@ TEST_CASE("Ctrl-C in troupe chat cancels the answer, not the chat") {
     ::close(to_child[1]);
     ::close(from_child[0]);
     const std::string path = script.string();
-    ::execl(TROUPE_BINARY, TROUPE_BINARY, "chat", "--script", path.c_str(), static_cast<char*>(nullptr));
+    ::execl(TROUPE_BINARY, TROUPE_BINARY, "chat", "--store", "memory:", "--script", path.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   ::close(to_child[0]);
@@ -203,7 +203,7 @@ TEST_CASE("the context options cut each call's context, and /context shows it") 
   for (int i = 0; i < 3; ++i) server.respond(scripted_http_response::sse(fixture("openai_text.sse")));
   const auto questions = std::filesystem::temp_directory_path() / ("troupe-ctx-" + std::to_string(::getpid()) + ".txt");
   std::ofstream(questions) << "one\ntwo\nthree\n/context\n";
-  const run_result r = run_troupe("chat --model openai:m --base-url " + server.base_url() +
+  const run_result r = run_troupe("chat --store memory: --model openai:m --base-url " + server.base_url() +
                                   "/v1 --api-key-env TROUPE_TEST_KEY --keep-last-turns 1 --max-input-tokens 500 < " +
                                   questions.string());
   std::filesystem::remove(questions);
@@ -214,6 +214,26 @@ TEST_CASE("the context options cut each call's context, and /context shows it") 
   REQUIRE(third.at("messages").as_array().size() == 1);
   CHECK(third.at("messages").at(0).at("content") == "three");
   CHECK(run_troupe("ask --context-policy huge --script x.json hi").exit_code != 0);
+}
+
+TEST_CASE("with a SQLite store, a second troupe ask on the same thread continues the conversation") {
+  key_in_env key;
+  http_test_server server;
+  server.respond(scripted_http_response::sse(fixture("openai_text.sse")));
+  server.respond(scripted_http_response::sse(fixture("openai_text.sse")));
+  const auto db = std::filesystem::temp_directory_path() / ("troupe-cli-" + std::to_string(::getpid()) + ".db");
+  const std::string common = "--json --store sqlite:" + db.string() + " --thread trip-7 --model openai:m --base-url " +
+                             server.base_url() + "/v1 --api-key-env TROUPE_TEST_KEY ";
+  CHECK(run_troupe("ask " + common + "'My name is Ada.'").exit_code == 0);
+  const run_result second = run_troupe("ask " + common + "'What is my name?'");
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db.string() + suffix);
+  CHECK(second.exit_code == 0);
+  const json::value v = json::parse(second.out);
+  CHECK(v.at("thread_id") == "trip-7");
+  CHECK(v.at("entries").as_array().size() == 4);  // both turns
+  const json::value body = json::parse(server.requests().at(1).body);
+  CHECK(body.at("messages").at(0).at("content") == "My name is Ada.");
+  CHECK(body.at("messages").as_array().size() == 3);
 }
 
 TEST_CASE("troupe refuses what it cannot do, clearly") {
@@ -229,6 +249,12 @@ TEST_CASE("troupe refuses what it cannot do, clearly") {
   }
   SECTION("a bad flag") {
     CHECK(run_troupe("ask --frobnicate hi").exit_code != 0);
+  }
+  SECTION("a store it cannot use") {
+    const run_result r = run_troupe("ask --store postgres://localhost/x --script " + std::string(TROUPE_EXAMPLES_DIR) +
+                                    "/scripts/calculator.json hi", true);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.out, Catch::Contains("PostgreSQL store is not built yet"));
   }
   SECTION("an unknown tool") {
     const run_result r = run_troupe("ask --script " + std::string(TROUPE_EXAMPLES_DIR) + "/scripts/calculator.json --tool nope hi", true);
