@@ -64,13 +64,10 @@ json::object anthropic_request_body(const llm_stream& request, bool stream) {
       tools.push_back(json::object{{"name", t.name}, {"description", t.description}, {"input_schema", t.parameters}});
     body["tools"] = std::move(tools);
   }
-  if (request.params.temperature) body["temperature"] = *request.params.temperature;
-  if (request.params.top_p) body["top_p"] = *request.params.top_p;
-  if (!request.params.stop.empty()) {
-    json::array stop;
-    for (const auto& s : request.params.stop) stop.emplace_back(s);
-    body["stop_sequences"] = std::move(stop);
-  }
+  // The same names as troupe's, but for stop sequences (max_tokens is set above).
+  const json::value params = to_json(request.params);
+  for (const auto& [key, value] : params.as_object())
+    if (key != "max_tokens") body[key == "stop" ? std::string_view("stop_sequences") : std::string_view(key)] = value;
   if (stream) body["stream"] = true;
   return body;
 }

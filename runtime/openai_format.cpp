@@ -62,15 +62,9 @@ json::object openai_request_body(const llm_stream& request, bool stream) {
           {"function", {{"name", t.name}, {"description", t.description}, {"parameters", t.parameters}}}});
     body["tools"] = std::move(tools);
   }
-  const generation_params& p = request.params;
-  if (p.max_tokens) body["max_tokens"] = *p.max_tokens;
-  if (p.temperature) body["temperature"] = *p.temperature;
-  if (p.top_p) body["top_p"] = *p.top_p;
-  if (!p.stop.empty()) {
-    json::array stop;
-    for (const auto& s : p.stop) stop.emplace_back(s);
-    body["stop"] = std::move(stop);
-  }
+  // Troupe's parameter names are OpenAI's: max_tokens, temperature, top_p, stop.
+  const json::value params = to_json(request.params);
+  for (const auto& [key, value] : params.as_object()) body[key] = value;
   if (stream) {
     body["stream"] = true;
     body["stream_options"] = {{"include_usage", true}};

@@ -10,16 +10,35 @@ boost::json::value to_json(const query_overrides& o) {
   if (o.system_prompt) out["system_prompt"] = *o.system_prompt;
   if (o.max_iterations) out["max_iterations"] = *o.max_iterations;
   if (auto p = to_json(o.params); !p.as_object().empty()) out["params"] = std::move(p);
-  if (!o.context.empty()) {
-    boost::json::object c;
-    if (o.context.max_input_tokens) c["max_input_tokens"] = *o.context.max_input_tokens;
-    if (o.context.reserve_output_tokens) c["reserve_output_tokens"] = *o.context.reserve_output_tokens;
-    if (o.context.max_messages) c["max_messages"] = *o.context.max_messages;
-    if (o.context.keep_last_turns) c["keep_last_turns"] = *o.context.keep_last_turns;
-    if (o.context.summarize) c["summarize"] = *o.context.summarize;
-    out["context"] = std::move(c);
-  }
+  if (!o.context.empty()) out["context"] = to_json(o.context);
   return out;
+}
+
+boost::json::value to_json(const context_overrides& o) {
+  boost::json::object c;
+  if (o.max_input_tokens) c["max_input_tokens"] = *o.max_input_tokens;
+  if (o.reserve_output_tokens) c["reserve_output_tokens"] = *o.reserve_output_tokens;
+  if (o.max_messages) c["max_messages"] = *o.max_messages;
+  if (o.keep_last_turns) c["keep_last_turns"] = *o.keep_last_turns;
+  if (o.summarize) c["summarize"] = *o.summarize;
+  return c;
+}
+
+decoded<context_overrides> decode_context_overrides(const boost::json::value& v, std::string path) {
+  json_reader r(v, std::move(path));
+  auto non_negative = [&](const char* key) {
+    auto n = r.optional_int64(key);
+    if (n && *n < 0) r.fail(key, "must not be negative");
+    return n;
+  };
+  context_overrides o;
+  o.max_input_tokens = non_negative("max_input_tokens");
+  o.reserve_output_tokens = non_negative("reserve_output_tokens");
+  o.max_messages = non_negative("max_messages");
+  o.keep_last_turns = non_negative("keep_last_turns");
+  o.summarize = r.optional_boolean("summarize");
+  if (!r.ok()) return r.error();
+  return o;
 }
 
 decoded<query_overrides> decode_query_overrides(const boost::json::value& v, std::string path) {
@@ -37,18 +56,9 @@ decoded<query_overrides> decode_query_overrides(const boost::json::value& v, std
     else r.fail(params.error());
   }
   if (const boost::json::value* ctx = r.optional_value("context")) {
-    json_reader c(*ctx, r.field_path("context"));
-    auto non_negative = [&](const char* key) {
-      auto v = c.optional_int64(key);
-      if (v && *v < 0) c.fail(key, "must not be negative");
-      return v;
-    };
-    o.context.max_input_tokens = non_negative("max_input_tokens");
-    o.context.reserve_output_tokens = non_negative("reserve_output_tokens");
-    o.context.max_messages = non_negative("max_messages");
-    o.context.keep_last_turns = non_negative("keep_last_turns");
-    o.context.summarize = c.optional_boolean("summarize");
-    if (!c.ok()) r.fail(c.error());
+    auto context = decode_context_overrides(*ctx, r.field_path("context"));
+    if (context) o.context = *context;
+    else r.fail(context.error());
   }
   if (!r.ok()) return r.error();
   return o;

@@ -26,6 +26,9 @@ struct context_overrides {
   friend bool operator==(const context_overrides&, const context_overrides&) = default;
 };
 
+boost::json::value to_json(const context_overrides& o);
+decoded<context_overrides> decode_context_overrides(const boost::json::value& v, std::string path);
+
 // Per-request settings that take precedence over the agent's configuration.
 struct query_overrides {
   std::optional<std::string> model;

@@ -39,11 +39,7 @@ json::value to_json(const react_state& s) {
                  {"request_usage", to_json(s.request_usage)},
                  {"thread_usage", to_json(s.thread_usage)}};
   if (s.error) o["error"] = to_json(*s.error);
-  if (!s.context.empty()) {
-    query_overrides carrier;
-    carrier.context = s.context;
-    o["context"] = to_json(carrier).as_object().at("context");
-  }
+  if (!s.context.empty()) o["context"] = to_json(s.context);
   if (!s.summary_call_id.empty()) {
     o["summary_call_id"] = s.summary_call_id;
     o["summary_to_seq"] = s.summary_to_seq;
@@ -83,9 +79,9 @@ decoded<react_state> decode_react_state(const json::value& v) {
   if (!tu) return tu.error();
   s.thread_usage = *tu;
   if (context) {
-    auto ov = decode_query_overrides(json::object{{"context", *context}}, "");
+    auto ov = decode_context_overrides(*context, "context");
     if (!ov) return ov.error();
-    s.context = ov->context;
+    s.context = *ov;
   }
   if (error) {
     auto e = decode_error_info(*error, "error");

@@ -66,3 +66,18 @@ TEST_CASE("decoding a machine state names the bad field") {
     CHECK(decode_react_state(v).error().field == "thread_usage.input_tokens");
   }
 }
+
+TEST_CASE("the agent's context overrides and a summary in flight survive the round trip") {
+  react_state s;
+  s.context.keep_last_turns = 4;
+  s.context.summarize = true;
+  s.summary_call_id = "summary-1";
+  s.summary_to_seq = 17;
+  const react_state back = round_trip(s);
+  CHECK(back.context == s.context);
+  CHECK(back.summary_call_id == "summary-1");
+  CHECK(back.summary_to_seq == 17);
+  json::value bad = to_json(s);
+  bad.as_object()["context"].as_object()["keep_last_turns"] = -1;
+  CHECK(decode_react_state(bad).error().field == "context.keep_last_turns");
+}
