@@ -3,7 +3,7 @@
 #include "actors/agent_actor.hpp"
 #include "actors/runtime_impl.hpp"
 #include "actors/supervisor.hpp"
-#include "runtime/memory_thread_store.hpp"
+#include "runtime/memory_store.hpp"
 #include "runtime/random_ids.hpp"
 
 #include <condition_variable>
@@ -155,7 +155,7 @@ runtime::impl::impl(runtime_options o) : options(std::move(o)) {
 
   ctx = std::make_shared<runtime_context>();
   ctx->provider = options.provider;
-  ctx->store = options.store ? options.store : std::make_shared<memory_thread_store>();
+  ctx->store = options.store ? options.store : std::make_shared<memory_store>();
   ctx->telemetry = options.telemetry ? options.telemetry : std::make_shared<log_sink>();
   ctx->workers = std::make_unique<worker_pool>(options.tool_workers, options.max_queued_tool_jobs);
   ctx->max_restarts = options.max_restarts;

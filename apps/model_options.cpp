@@ -2,8 +2,8 @@
 
 #include "runtime/builtin_tools.hpp"
 #include "runtime/http_llm_provider.hpp"
-#include "runtime/memory_thread_store.hpp"
-#include "runtime/sqlite_thread_store.hpp"
+#include "runtime/memory_store.hpp"
+#include "runtime/sqlite_store.hpp"
 #include "runtime/scripted_provider.hpp"
 
 #include <boost/json.hpp>
@@ -161,14 +161,14 @@ std::string default_store_uri() {
 
 std::shared_ptr<thread_store> open_store(const std::string& uri, const std::string& fallback) {
   const std::string u = uri.empty() ? fallback : uri;
-  if (u == "memory:" || u.empty()) return std::make_shared<memory_thread_store>();
+  if (u == "memory:" || u.empty()) return std::make_shared<memory_store>();
   if (u.rfind("sqlite:", 0) == 0) {
     const std::string path = u.substr(7);
     if (path.empty()) throw usage_error("--store sqlite: needs a path, e.g. sqlite:./troupe.db");
     std::error_code ec;
     if (const auto dir = std::filesystem::path(path).parent_path(); !dir.empty()) std::filesystem::create_directories(dir, ec);
     try {
-      return std::make_shared<sqlite_thread_store>(path);
+      return std::make_shared<sqlite_store>(path);
     } catch (const std::exception& e) {
       throw usage_error(e.what());
     }

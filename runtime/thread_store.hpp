@@ -14,7 +14,10 @@
 namespace troupe {
 
 struct store_error {
-  std::string type;  // "not_found", "conflict", "io"
+  // "not_found", "conflict" (a stale writer, or an id already taken),
+  // "invalid" (a request that can never succeed, e.g. a fork point past the
+  // end), "corrupt" (stored data troupe cannot read), "io" (disk, connection).
+  std::string type;
   std::string message;
 };
 
@@ -29,12 +32,21 @@ class thread_store {
 
   virtual stored<thread> load(const std::string& thread_id) = 0;
   // Commits `t`, which must extend the stored thread: its entries beyond the
-  // stored ones are the new ones. `expected_rev` is the rev the writer last
-  // saw (0 for a thread new to the store); any other stored rev is a conflict
-  // and nothing is written.
+  // stored ones are the new ones, and only those are written. `expected_rev`
+  // is the rev the writer last saw (0 for a thread new to the store); any
+  // other stored rev is a conflict and nothing is written.
   virtual stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) = 0;
   virtual std::vector<std::string> list() = 0;
   virtual bool remove(const std::string& thread_id) = 0;
+
+  // A new thread `new_id` holding the entries of `thread_id` up to and
+  // including seq `at_seq`, ids and times unchanged. Its metadata is the
+  // parent's plus "forked_from": {"thread_id", "at_seq"}. Tool calls cut off
+  // from their results by the fork point are repaired by the agent that
+  // loads the fork, as after a crash. Errors: not_found (no parent),
+  // invalid (at_seq past its end), conflict (new_id is taken).
+  virtual stored<thread> fork(const std::string& thread_id, std::uint64_t at_seq, const std::string& new_id,
+                              std::int64_t now_ms);
 };
 
 }  // namespace troupe

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Installs the Debian packages troupe builds with — only those missing, so a
-# machine that has them all is left alone and needs no network.
+# machine that has them all is left alone and needs no network. Extra
+# package names given as arguments are installed too (the tests add the
+# PostgreSQL server this way).
 set -euo pipefail
 
 packages=(
   g++ cmake ninja-build
   libboost1.81-dev libboost-json1.81-dev
   libcaf-dev libvalijson-dev libcli11-dev
-  libcurl4-openssl-dev ca-certificates libedit-dev libsqlite3-dev
+  libcurl4-openssl-dev ca-certificates libedit-dev libsqlite3-dev libpq-dev
   catch2 libbenchmark-dev
+  "$@"
 )
 
 missing=()

@@ -1,7 +1,7 @@
 // Kills a process running an agent on a SQLite file with SIGKILL at random
 // moments, again and again, and checks after each kill what the file holds.
 
-#include "runtime/sqlite_thread_store.hpp"
+#include "runtime/sqlite_store.hpp"
 #include "support/catch_decoded.hpp"
 
 #include <catch2/catch.hpp>
@@ -87,7 +87,7 @@ TEST_CASE("a process killed at random moments loses no committed entry and recov
     std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));  // a random moment, not a wait
     kill_now(c);
 
-    sqlite_thread_store store(db.string());
+    sqlite_store store(db.string());
     auto t = store.load("crash:default");
     REQUIRE(t);  // restore() checks that seq runs 0, 1, 2, … without gaps
     CHECK(t->size() >= committed);
@@ -123,7 +123,7 @@ TEST_CASE("a process killed at random moments loses no committed entry and recov
   child c = start(db.string());
   REQUIRE(c.next_commit() > 0);
   kill_now(c);
-  sqlite_thread_store store(db.string());
+  sqlite_store store(db.string());
   auto t = store.load("crash:default");
   REQUIRE(t);
   std::map<std::pair<std::string, std::string>, int> results;

@@ -3,7 +3,7 @@
 #include "support/runtime_harness.hpp"
 
 #include "actors/runtime_impl.hpp"
-#include "runtime/memory_thread_store.hpp"
+#include "runtime/memory_store.hpp"
 #include "support/catch_decoded.hpp"
 
 #include <atomic>
@@ -235,7 +235,7 @@ class failing_store final : public thread_store {
   bool remove(const std::string& id) override { return inner_.remove(id); }
 
  private:
-  memory_thread_store inner_;
+  memory_store inner_;
 };
 
 }  // namespace
