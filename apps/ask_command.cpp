@@ -1,4 +1,5 @@
 #include "apps/commands.hpp"
+#include "apps/thread_output.hpp"
 
 #include "signals/overloaded.hpp"
 #include "strategy/thread_json.hpp"
@@ -28,7 +29,7 @@ json::value error_json(const reply& r) {
 int run_ask(const model_options& o, const std::string& question, bool as_json) {
   cli_session s(o, "memory:");
   ask_options a;
-  a.thread_id = o.thread;
+  a.thread_id = s.thread_id;
   bool streamed = false;
   if (!as_json)
     a.on_event = [&](const stream_event& e) {
@@ -48,19 +49,17 @@ int run_ask(const model_options& o, const std::string& question, bool as_json) {
   const reply result = got ? *got : reply{r.id(), error_info{"timeout", "no answer within the time limit", {}, 0, {}}, {}, 0};
 
   if (as_json) {
-    const std::string thread_id = o.thread.empty() ? "cli:default" : o.thread;
-    json::array entries;
-    if (auto t = s.assistant->snapshot(thread_id))
-      for (const entry& e : t->entries())
-        entries.push_back(json::object{{"seq", e.seq}, {"kind", e.kind}, {"payload", e.payload}, {"refs", e.refs}});
-    std::cout << json::serialize(json::object{
+    const std::string& thread_id = s.thread_id;
+    auto t = s.assistant->snapshot(thread_id);
+    json::object out{
                      {"status", result.ok() ? "completed" : "error"},
                      {"answer", result.ok() ? json::value(std::get<std::string>(result.outcome)) : json::value(nullptr)},
                      {"thread_id", thread_id},
                      {"usage", {{"input_tokens", result.usage.input_tokens}, {"output_tokens", result.usage.output_tokens}}},
                      {"error", error_json(result)},
-                     {"entries", std::move(entries)}})
-              << "\n";
+                     {"entries", t ? entries_json(*t) : json::array()}};
+    if (s.conv) out["conversation_id"] = s.conv->id;
+    std::cout << json::serialize(out) << "\n";
   } else if (result.ok()) {
     if (!streamed) std::cout << std::get<std::string>(result.outcome);
     std::cout << "\n";

@@ -43,7 +43,7 @@ int run_chat(const model_options& o) {
   const bool tty = isatty(STDIN_FILENO);
   // Ctrl-C cancels the answer being written, not the chat.
   std::signal(SIGINT, on_sigint);
-  std::string thread = o.thread.empty() ? "cli:default" : o.thread;
+  std::string& thread = s.thread_id;
   token_usage session;
   int failures = 0;
   if (tty)
@@ -56,7 +56,8 @@ int run_chat(const model_options& o) {
     if (text.empty()) continue;
     if (text == "/quit" || text == "/exit") break;
     if (text == "/reset") {
-      thread = "cli:" + random_ids().next("thread");
+      s.start_over();
+      if (s.conv) std::cout << "new conversation " << s.conv->id << ", ";
       std::cout << "new thread " << thread << "\n";
       continue;
     }

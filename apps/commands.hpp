@@ -13,4 +13,22 @@ int run_ask(const model_options& o, const std::string& question, bool as_json);
 int run_chat(const model_options& o);
 int run_simulate(simulation_options options, const model_options& model, bool as_json);
 
+// troupe threads list|show|fork|delete and troupe conversations
+// list|show|trace|archive|delete.
+struct store_command_options {
+  std::string action;  // the nested command that was given
+  std::string store;
+  std::string id;
+  std::optional<std::uint64_t> at;
+  std::string new_id;
+  std::string user;
+  std::size_t limit = 20;
+  std::size_t offset = 0;
+  bool json = false;
+};
+CLI::App* add_threads_command(CLI::App& app, store_command_options& o);
+CLI::App* add_conversations_command(CLI::App& app, store_command_options& o);
+int run_threads(const store_command_options& o);
+int run_conversations(const store_command_options& o);
+
 }  // namespace troupe::cli

@@ -3,6 +3,8 @@
 #include "runtime/builtin_tools.hpp"
 #include "runtime/http_llm_provider.hpp"
 #include "runtime/memory_store.hpp"
+#include "runtime/postgres_store.hpp"
+#include "runtime/random_ids.hpp"
 #include "runtime/sqlite_store.hpp"
 #include "runtime/scripted_provider.hpp"
 
@@ -37,9 +39,18 @@ void add_model_options(CLI::App& c, model_options& o, bool conversation) {
   c.add_option("--max-input-tokens", o.max_input_tokens, "Token budget of each call's context")->check(CLI::PositiveNumber);
   c.add_option("--keep-last-turns", o.keep_last_turns, "Turns kept in each call's context (0: as many as fit)");
   c.add_flag("--summarize", o.summarize, "Summarize what falls out of the context window, and send the summary");
-  if (conversation)
-    c.add_option("--store", o.store, "Where threads are kept: memory: or sqlite:PATH (chat's default: " +
-                                         default_store_uri() + ")");
+  if (!conversation) return;
+  add_store_option(c, o.store);
+  c.add_option("--user", o.user, "Continue this user's conversation (with --platform and --chat-id) instead of --thread");
+  c.add_option("--platform", o.platform, "The conversation's platform: cli, web_chat, telegram, whatsapp, …")
+      ->capture_default_str();
+  c.add_option("--chat-id", o.chat_id, "The chat's id on that platform")->capture_default_str();
+}
+
+void add_store_option(CLI::App& c, std::string& store) {
+  c.add_option("--store", store,
+               "Where threads and conversations are kept: memory:, sqlite:PATH or postgres://USER@HOST:PORT/DB "
+               "(default: " + default_store_uri() + "; ask without --user: memory:)");
 }
 
 context_policy policy_for(const model_options& o, const std::string& model) {
@@ -159,30 +170,54 @@ std::string default_store_uri() {
   return "sqlite:" + dir + "/troupe.db";
 }
 
-std::shared_ptr<thread_store> open_store(const std::string& uri, const std::string& fallback) {
+namespace {
+
+template <class Store>
+store_handle handle_of(std::shared_ptr<Store> s) {
+  return {s, s};
+}
+
+}  // namespace
+
+store_handle open_store(const std::string& uri, const std::string& fallback) {
   const std::string u = uri.empty() ? fallback : uri;
-  if (u == "memory:" || u.empty()) return std::make_shared<memory_store>();
+  if (u == "memory:" || u.empty()) return handle_of(std::make_shared<memory_store>());
   if (u.rfind("sqlite:", 0) == 0) {
     const std::string path = u.substr(7);
     if (path.empty()) throw usage_error("--store sqlite: needs a path, e.g. sqlite:./troupe.db");
     std::error_code ec;
     if (const auto dir = std::filesystem::path(path).parent_path(); !dir.empty()) std::filesystem::create_directories(dir, ec);
     try {
-      return std::make_shared<sqlite_store>(path);
+      return handle_of(std::make_shared<sqlite_store>(path));
     } catch (const std::exception& e) {
       throw usage_error(e.what());
     }
   }
-  if (u.rfind("postgres://", 0) == 0 || u.rfind("postgresql://", 0) == 0)
-    throw usage_error("the PostgreSQL store is not built yet; use memory: or sqlite:PATH");
-  throw usage_error("unknown store " + u + " (memory: or sqlite:PATH)");
+  if (is_postgres_uri(u)) {
+    try {
+      return handle_of(std::make_shared<postgres_store>(u));
+    } catch (const std::exception& e) {
+      throw usage_error(e.what());
+    }
+  }
+  throw usage_error("unknown store " + u + " (memory:, sqlite:PATH or postgres://…)");
 }
 
 cli_session::cli_session(const model_options& o, const std::string& default_store) {
   resolved_model m = resolve_model(o);
   model = m.model;
+  if (!o.user.empty() && !o.thread.empty()) throw usage_error("give --thread or --user, not both");
+  // A conversation outlives the process, so it defaults to the durable store.
+  store = open_store(o.store, o.user.empty() ? default_store : default_store_uri());
+  thread_id = o.thread.empty() ? "cli:default" : o.thread;
+  if (!o.user.empty()) {
+    auto c = store.conversations->get_or_create_conversation({o.user, o.platform, o.chat_id});
+    if (!c) throw std::runtime_error("cannot open the conversation: " + c.error().type + ": " + c.error().message);
+    conv = std::move(*c);
+    thread_id = conv->thread_id;
+  }
   rt = std::make_unique<runtime>(runtime_options{.provider = m.provider,
-                                                 .store = open_store(o.store, default_store),
+                                                 .store = store.threads,
                                                  .telemetry = std::make_shared<log_sink>(false)});
   rt->tools().add(calculator_tool());
   rt->tools().add(current_time_tool());
@@ -199,6 +234,19 @@ cli_session::cli_session(const model_options& o, const std::string& default_stor
   } catch (const std::invalid_argument& e) {
     throw usage_error(std::string(e.what()) + " (built-in tools: calculator, current_time)");
   }
+}
+
+void cli_session::start_over() {
+  if (!conv) {
+    thread_id = "cli:" + random_ids().next("thread");
+    return;
+  }
+  const conversation_key key{conv->user_id, conv->platform, conv->platform_identifier};
+  auto archived = store.conversations->archive_conversation(conv->id);
+  auto next = archived ? store.conversations->get_or_create_conversation(key) : stored<conversation>(archived.error());
+  if (!next) throw std::runtime_error("cannot start a new conversation: " + next.error().message);
+  conv = std::move(*next);
+  thread_id = conv->thread_id;
 }
 
 }  // namespace troupe::cli

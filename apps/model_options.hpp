@@ -3,6 +3,7 @@
 // to: a provider, a model name and an agent spec.
 
 #include "actors/runtime.hpp"
+#include "runtime/conversation_store.hpp"
 #include "strategy/context_policy.hpp"
 
 #include <CLI/CLI.hpp>
@@ -30,11 +31,22 @@ struct model_options {
   std::optional<std::int64_t> max_input_tokens;
   std::optional<std::size_t> keep_last_turns;
   bool summarize = false;
-  std::string store;  // memory: | sqlite:PATH; empty: the command's default
+  std::string store;  // memory: | sqlite:PATH | postgres://…; empty: the command's default
+  // A conversation instead of --thread: (user, platform, chat) → its thread.
+  std::string user;
+  std::string platform = "cli";
+  std::string chat_id = "default";
 };
 
-// The thread store a --store URI names; `fallback` when it is empty.
-std::shared_ptr<thread_store> open_store(const std::string& uri, const std::string& fallback);
+// One database's two faces: its threads and its conversations.
+struct store_handle {
+  std::shared_ptr<thread_store> threads;
+  std::shared_ptr<conversation_store> conversations;
+};
+
+// The store a --store URI names (memory:, sqlite:PATH, postgres://…,
+// postgresql://…); `fallback` when it is empty. Throws usage_error.
+store_handle open_store(const std::string& uri, const std::string& fallback);
 // sqlite:$XDG_DATA_HOME/troupe/troupe.db (or ~/.local/share/troupe/troupe.db).
 std::string default_store_uri();
 
@@ -43,6 +55,8 @@ context_policy policy_for(const model_options& o, const std::string& model);
 
 // `conversation`: the options of a single conversation (--thread) too.
 void add_model_options(CLI::App& command, model_options& o, bool conversation = true);
+// --store, for the commands that only read and manage stored threads.
+void add_store_option(CLI::App& command, std::string& store);
 // True when the user named a model, a provider or a script.
 bool names_a_model(const model_options& o);
 
@@ -65,8 +79,16 @@ resolved_model resolve_model(const model_options& o);
 struct cli_session {
   // `default_store`: the URI used when --store is not given.
   cli_session(const model_options& o, const std::string& default_store);
+  store_handle store;
   std::unique_ptr<runtime> rt;
   std::optional<agent> assistant;
+  // The thread the questions go to: --thread, the conversation's
+  // (--user), or cli:default.
+  std::string thread_id;
+  std::optional<conversation> conv;
+  // Archives the conversation and opens the key's next one (chat's /reset);
+  // without a conversation, a fresh thread id.
+  void start_over();
   std::string model;
   context_policy policy;
 };

@@ -2,6 +2,8 @@
 //   troupe ask [options] QUESTION      one question, the answer streamed (or --json)
 //   troupe chat [options]              a conversation; scriptable through stdin
 //   troupe simulate --agents N --turns M [model options] [--concurrency C] [--json]
+//   troupe threads list|show ID|fork ID --at SEQ|delete ID [--store URI] [--json]
+//   troupe conversations list --user U|show ID|trace ID|archive ID|delete ID [--store URI] [--json]
 
 #include "apps/commands.hpp"
 
@@ -46,11 +48,17 @@ int main(int argc, char** argv) {
   simulate->add_option("--threads", sim.scheduler_threads, "Scheduler threads (0: one per core)")->capture_default_str();
   simulate->add_flag("--json", sim_json, "Print one JSON object with the totals instead of text");
 
+  store_command_options threads_opts, conversations_opts;
+  CLI::App* threads = add_threads_command(app, threads_opts);
+  CLI::App* conversations = add_conversations_command(app, conversations_opts);
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (ask->parsed()) return run_ask(ask_opts, question, ask_json);
     if (chat->parsed()) return run_chat(chat_opts);
     if (simulate->parsed()) return run_simulate(sim, sim_model, sim_json);
+    if (threads->parsed()) return run_threads(threads_opts);
+    if (conversations->parsed()) return run_conversations(conversations_opts);
   } catch (const usage_error& e) {
     std::cerr << "troupe: " << e.what() << "\n";
     return 2;

@@ -9,6 +9,7 @@
 #include "support/fixtures.hpp"
 
 #include <cstdio>
+#include <iostream>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -251,10 +252,13 @@ TEST_CASE("troupe refuses what it cannot do, clearly") {
     CHECK(run_troupe("ask --frobnicate hi").exit_code != 0);
   }
   SECTION("a store it cannot use") {
-    const run_result r = run_troupe("ask --store postgres://localhost/x --script " + std::string(TROUPE_EXAMPLES_DIR) +
-                                    "/scripts/calculator.json hi", true);
+    const run_result r = run_troupe("ask --store postgres://troupe@127.0.0.1:1/x --script " +
+                                    std::string(TROUPE_EXAMPLES_DIR) + "/scripts/calculator.json hi", true);
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.out, Catch::Contains("PostgreSQL store is not built yet"));
+    CHECK_THAT(r.out, Catch::Contains("cannot connect to PostgreSQL"));
+    const run_result unknown = run_troupe("threads list --store mysql://x", true);
+    CHECK(unknown.exit_code == 2);
+    CHECK_THAT(unknown.out, Catch::Contains("unknown store mysql://x"));
   }
   SECTION("an unknown tool") {
     const run_result r = run_troupe("ask --script " + std::string(TROUPE_EXAMPLES_DIR) + "/scripts/calculator.json --tool nope hi", true);
@@ -272,4 +276,140 @@ TEST_CASE("troupe ask offline with a scripted model and the calculator") {
   const json::array& entries = v.at("entries").as_array();
   REQUIRE(entries.size() == 4);
   CHECK(entries[2].at("payload").at("result").at("value") == 103);
+}
+
+namespace {
+
+// A temporary SQLite file for one test, removed with its WAL files.
+struct temp_db {
+  std::filesystem::path path = std::filesystem::temp_directory_path() /
+                               ("troupe-cli-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".db");
+  std::string uri() const { return "sqlite:" + path.string(); }
+  ~temp_db() {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + suffix);
+  }
+  static inline int counter = 0;
+};
+
+// A scripted model that answers every question with one line.
+struct echo_script {
+  std::filesystem::path path = std::filesystem::temp_directory_path() /
+                               ("troupe-cli-script-" + std::to_string(::getpid()) + ".json");
+  echo_script() { std::ofstream(path) << R"([{"text": "Noted."}])"; }
+  ~echo_script() { std::filesystem::remove(path); }
+  std::string flags() const { return "--script " + path.string(); }
+};
+
+json::value run_json(const std::string& args) {
+  const run_result r = run_troupe(args);
+  INFO("troupe " << args << "\n" << r.out);
+  REQUIRE(r.exit_code == 0);
+  return json::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("troupe ask --user continues that user's conversation on a durable store") {
+  temp_db db;
+  echo_script script;
+  const std::string as_ana = "ask --json --store " + db.uri() + " " + script.flags() +
+                             " --user ana --platform telegram --chat-id 42 ";
+  const json::value first = run_json(as_ana + "'Remember the number 7.'");
+  const json::value second = run_json(as_ana + "'Which number?'");
+  CHECK(second.at("conversation_id") == first.at("conversation_id"));
+  CHECK(second.at("thread_id") == first.at("thread_id"));
+  CHECK(second.at("entries").as_array().size() == 4);  // both turns
+
+  SECTION("another chat of the same user is another conversation") {
+    const json::value other = run_json("ask --json --store " + db.uri() + " " + script.flags() +
+                                       " --user ana --platform telegram --chat-id 43 hi");
+    CHECK(other.at("conversation_id") != first.at("conversation_id"));
+    CHECK(other.at("entries").as_array().size() == 2);
+  }
+  SECTION("--thread and --user together are refused") {
+    const run_result r = run_troupe(as_ana + "--thread t1 hi", true);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.out, Catch::Contains("not both"));
+  }
+}
+
+TEST_CASE("troupe threads and troupe conversations manage what is stored") {
+  temp_db db;
+  echo_script script;
+  const std::string store = " --store " + db.uri() + " --json";
+  const json::value asked = run_json("ask --json --store " + db.uri() + " " + script.flags() +
+                                     " --user bo --chat-id c1 'Plan a trip to Lisbon'");
+  run_json("ask --json --store " + db.uri() + " " + script.flags() + " --user bo --chat-id c1 'In May'");
+  const std::string thread_id(asked.at("thread_id").as_string());
+  const std::string conv_id(asked.at("conversation_id").as_string());
+
+  SECTION("threads list and show, in the entries shape of ask --json") {
+    CHECK(run_json("threads list" + store).at("threads") == json::array{json::value(thread_id)});
+    const json::value shown = run_json("threads show " + thread_id + store);
+    CHECK(shown.at("thread_id").as_string() == thread_id);
+    const json::array& entries = shown.at("entries").as_array();
+    REQUIRE(entries.size() == 4);
+    CHECK(entries[0].at("payload").at("content") == "Plan a trip to Lisbon");
+    CHECK(entries[0].at("seq") == 0);
+    CHECK(entries[0].at("kind") == "message");
+    for (const char* key : {"seq", "kind", "payload", "refs"})
+      CHECK(entries[1].as_object().contains(key) == asked.at("entries").at(1).as_object().contains(key));
+    const run_result text = run_troupe("threads show " + thread_id + " --store " + db.uri());
+    CHECK_THAT(text.out, Catch::Contains("user: Plan a trip to Lisbon"));
+  }
+  SECTION("threads fork keeps entries up to --at, and delete removes a thread") {
+    const json::value forked = run_json("threads fork " + thread_id + " --at 1 --as alt" + store);
+    CHECK(forked.at("entries") == 2);
+    const json::value alt = run_json("threads show alt" + store);
+    CHECK(alt.at("entries").as_array().size() == 2);
+    CHECK(alt.at("metadata").at("forked_from").at("thread_id").as_string() == thread_id);
+    CHECK(run_json("threads delete alt" + store).at("deleted") == "alt");
+    const run_result gone = run_troupe("threads show alt --store " + db.uri(), true);
+    CHECK(gone.exit_code == 1);
+    CHECK_THAT(gone.out, Catch::Contains("not_found"));
+  }
+  SECTION("conversations list, show and trace") {
+    const json::value listed = run_json("conversations list --user bo" + store);
+    REQUIRE(listed.at("conversations").as_array().size() == 1);
+    const json::value& c = listed.at("conversations").at(0);
+    CHECK(c.at("id").as_string() == conv_id);
+    CHECK(c.at("title") == "Plan a trip to Lisbon");
+    CHECK(c.at("platform") == "cli");
+    const json::value shown = run_json("conversations show " + conv_id + " --limit 2" + store);
+    REQUIRE(shown.at("history").as_array().size() == 2);
+    CHECK(shown.at("history").at(0).at("payload").at("content") == "In May");
+    const json::value traced = run_json("conversations trace " + conv_id + store);
+    CHECK(traced.at("totals").at("messages") == 4);
+    CHECK(traced.at("totals").at("user_messages") == 2);
+    CHECK(traced.at("entries").as_array().size() == 4);
+  }
+  SECTION("an archived conversation leaves the list, and its chat starts afresh") {
+    CHECK(run_json("conversations archive " + conv_id + store).at("conversation").at("archived") == true);
+    CHECK(run_json("conversations list --user bo" + store).at("conversations").as_array().empty());
+    const json::value next = run_json("ask --json --store " + db.uri() + " " + script.flags() + " --user bo --chat-id c1 hi");
+    CHECK(next.at("conversation_id").as_string() != conv_id);
+    CHECK(next.at("entries").as_array().size() == 2);
+  }
+  SECTION("conversations delete removes the conversation and its thread") {
+    CHECK(run_json("conversations delete " + conv_id + store).at("deleted").as_string() == conv_id);
+    CHECK(run_json("threads list" + store).at("threads").as_array().empty());
+    CHECK(run_troupe("conversations show " + conv_id + store).exit_code == 1);
+  }
+}
+
+TEST_CASE("troupe ask continues a conversation kept in PostgreSQL") {
+  const char* server = std::getenv("TROUPE_TEST_POSTGRES");
+  if (!server) {
+    std::cout << "troupe-skip: no PostgreSQL server (TROUPE_TEST_POSTGRES is unset)" << std::endl;
+    return;
+  }
+  echo_script script;
+  const std::string user = "pg-" + std::to_string(::getpid());
+  const std::string as_user = "ask --json --store " + std::string(server) + " " + script.flags() + " --user " + user + " ";
+  const json::value first = run_json(as_user + "'First question'");
+  const json::value second = run_json(as_user + "'Second question'");
+  CHECK(second.at("conversation_id") == first.at("conversation_id"));
+  CHECK(second.at("entries").as_array().size() == 4);
+  const json::value listed = run_json("conversations list --json --user " + user + " --store " + server);
+  CHECK(listed.at("conversations").at(0).at("title") == "First question");
 }
