@@ -179,10 +179,14 @@ class agent_logic {
   react_thread load_thread(const std::string& thread_id) {
     auto stored = st_.ctx->store->load(thread_id);
     if (!stored) return react_thread(thread(thread_id, wall_clock_ms()));
-    thread t = std::move(*stored);
-    // The agent that wrote it may have died with tool calls in flight. The
-    // repair is kept only if it could be stored; unrepaired, the calls are
-    // simply left out of every context (a unit is sent whole or not at all).
+    return recovered(std::move(*stored));
+  }
+
+  // A stored thread made ready to continue. The agent that wrote it may have
+  // died with tool calls in flight. The repair is kept only if it could be
+  // stored; unrepaired, the calls are simply left out of every context (a
+  // unit is sent whole or not at all).
+  react_thread recovered(thread t) {
     auto repairs = interrupted_tool_results(t);
     if (!repairs.empty()) {
       thread repaired = t;
@@ -232,6 +236,12 @@ class agent_logic {
     const int iterations = state.iteration;
     const token_usage used = state.request_usage;
     slot.conversation.abandon_request(why);
+    // The store may hold more than memory does: a commit whose answer was
+    // lost with the connection, or another writer's. Take what it holds, so
+    // that the next request does not meet the same conflict.
+    const std::string& thread_id = slot.conversation.history().id();
+    if (auto held = st_.ctx->store->load(thread_id); held && held->rev() != slot.conversation.history().rev())
+      slot.conversation = recovered(std::move(*held));
     if (!request_id.empty()) finish(slot, reply{request_id, why, used, iterations});
   }
 

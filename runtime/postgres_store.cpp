@@ -299,44 +299,78 @@ postgres_store::~postgres_store() {
   for (PGconn* c : idle_) PQfinish(c);
 }
 
+// A caller waiting for a connection; served in arrival order, so that under
+// load no caller waits much longer than the others.
+struct postgres_store::waiter {
+  std::condition_variable wake;
+  pg_conn* handed = nullptr;
+  bool may_open = false;  // a connection was closed: open a new one instead
+};
+
 PGconn* postgres_store::checkout(std::string& why) {
   std::unique_lock lock(pool_mutex_);
-  pool_freed_.wait(lock, [&] { return !idle_.empty() || open_ < options_.pool_size; });
-  if (!idle_.empty()) {
-    PGconn* c = idle_.back();
+  PGconn* c = nullptr;
+  if (waiters_.empty() && !idle_.empty()) {
+    c = idle_.back();
     idle_.pop_back();
-    lock.unlock();
+  } else if (waiters_.empty() && open_ < options_.pool_size) {
+    ++open_;
+  } else {
+    waiter me;
+    waiters_.push_back(&me);
+    me.wake.wait(lock, [&] { return me.handed != nullptr || me.may_open; });
+    c = me.handed;  // null when handed a slot to open
+  }
+  lock.unlock();
+
+  if (c) {
     if (PQstatus(c) == CONNECTION_OK) return c;
     PQreset(c);  // the server went away between calls: nothing was in flight, reconnecting is safe
     if (PQstatus(c) == CONNECTION_OK) return c;
     why = std::string("lost the connection to PostgreSQL: ") + PQerrorMessage(c);
-    PQfinish(c);
-    lock.lock();
-    --open_;
-    pool_freed_.notify_one();
+    while (!why.empty() && why.back() == '\n') why.pop_back();
+    discard(c);
     return nullptr;
   }
-  ++open_;
-  lock.unlock();
-  PGconn* c = PQconnectdb(conninfo_.c_str());
+  c = PQconnectdb(conninfo_.c_str());
   if (PQstatus(c) == CONNECTION_OK) {
     run(c, "SET client_min_messages = warning");
     return c;
   }
   why = PQerrorMessage(c);
   while (!why.empty() && why.back() == '\n') why.pop_back();
-  PQfinish(c);
-  lock.lock();
-  --open_;
-  pool_freed_.notify_one();
+  discard(c);
   return nullptr;
 }
 
 void postgres_store::checkin(PGconn* c) {
-  if (PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_IDLE) run(c, "ROLLBACK");
+  if (PQstatus(c) != CONNECTION_OK) {
+    discard(c);
+    return;
+  }
+  if (PQtransactionStatus(c) != PQTRANS_IDLE) run(c, "ROLLBACK");
   std::lock_guard lock(pool_mutex_);
+  if (!waiters_.empty()) {
+    waiter* next = waiters_.front();
+    waiters_.pop_front();
+    next->handed = c;
+    next->wake.notify_one();
+    return;
+  }
   idle_.push_back(c);
-  pool_freed_.notify_one();
+}
+
+void postgres_store::discard(PGconn* c) {
+  PQfinish(c);
+  std::lock_guard lock(pool_mutex_);
+  if (!waiters_.empty()) {  // the slot passes to the next in line, who opens a connection
+    waiter* next = waiters_.front();
+    waiters_.pop_front();
+    next->may_open = true;
+    next->wake.notify_one();
+    return;
+  }
+  --open_;
 }
 
 // --- threads --------------------------------------------------------------

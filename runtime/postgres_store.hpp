@@ -16,6 +16,7 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -56,14 +57,16 @@ class postgres_store final : public thread_store, public conversation_store {
   class lease;
 
  private:
+  struct waiter;
   pg_conn* checkout(std::string& why);
   void checkin(pg_conn* c);
+  void discard(pg_conn* c);  // closes a broken connection and frees its slot
 
   std::string conninfo_;
   options options_;
   std::mutex pool_mutex_;
-  std::condition_variable pool_freed_;
   std::vector<pg_conn*> idle_;
+  std::deque<waiter*> waiters_;
   std::size_t open_ = 0;
 
   std::mutex ids_mutex_;

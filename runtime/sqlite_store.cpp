@@ -43,6 +43,14 @@ class sqlite_store::connection {
     statements_.emplace(sql, s);
     return s;
   }
+  // A statement without results, prepared once: what transactions are made of.
+  bool run(const std::string& sql) {
+    sqlite3_stmt* s = prepared(sql);
+    if (!s) return false;
+    const int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW;
+  }
   store_error io_error(const std::string& what) const { return store_error{"io", what + ": " + sqlite3_errmsg(db_)}; }
 
  private:
@@ -192,8 +200,9 @@ std::vector<entry_row> rows_of(entry_range entries) {
 
 struct sqlite_store::write_job {
   const write_work* work;
-  std::optional<store_error> error;
+  std::optional<store_error> error = std::nullopt;
   bool done = false;
+  std::condition_variable wake = {};
 };
 
 // A reader connection for one read, returned to the pool afterwards. Reads
@@ -215,13 +224,11 @@ class sqlite_store::reader {
   bool in_transaction_ = false;
 };
 
-sqlite_store::sqlite_store(const std::string& path)
+sqlite_store::sqlite_store(const std::string& path, sqlite_options options)
     : path_(path), writer_(std::make_unique<connection>(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) {
   connection& c = *writer_;
   c.exec("PRAGMA journal_mode=WAL");
-  // In WAL mode a commit survives a killed process at NORMAL; only a power
-  // loss can take the last commits back.
-  c.exec("PRAGMA synchronous=NORMAL");
+  c.exec(options.sync_every_commit ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
 
   int version = 0;
   {
@@ -264,56 +271,66 @@ void sqlite_store::give_back(std::unique_ptr<connection> c) {
 // --- group commit ---------------------------------------------------------
 
 std::optional<store_error> sqlite_store::write(const write_work& work) {
-  write_job job{&work, std::nullopt, false};
+  write_job job{&work};
   std::unique_lock lock(commit_mutex_);
   queued_.push_back(&job);
-  while (!job.done) {
-    if (leader_active_) {
-      commit_done_.wait(lock);
-      continue;
-    }
-    // Lead one transaction: everything queued so far, this job included.
-    leader_active_ = true;
-    std::vector<write_job*> batch;
-    batch.swap(queued_);
-    lock.unlock();
-    run_batch(batch);
-    lock.lock();
-    ++stats_.transactions;
-    stats_.commits += batch.size();
-    for (write_job* j : batch) j->done = true;
-    leader_active_ = false;
-    commit_done_.notify_all();  // the committed return; one of the queued leads next
+  // Wake only when this job is done, or when it is first in line and no
+  // transaction is running: a hundred waiting writers are not all woken
+  // for every transaction.
+  job.wake.wait(lock, [&] { return job.done || (!leader_active_ && queued_.front() == &job); });
+  if (job.done) return job.error;
+
+  // Lead one transaction: everything queued so far, this job included.
+  leader_active_ = true;
+  std::vector<write_job*> batch;
+  batch.swap(queued_);
+  lock.unlock();
+  run_batch(batch);
+  lock.lock();
+  ++stats_.transactions;
+  stats_.commits += batch.size();
+  leader_active_ = false;
+  for (write_job* j : batch) {
+    j->done = true;
+    if (j != &job) j->wake.notify_one();
   }
+  if (!queued_.empty()) queued_.front()->wake.notify_one();  // the next leader
   return job.error;
 }
 
 void sqlite_store::run_batch(const std::vector<write_job*>& batch) {
   connection& c = *writer_;
-  if (!c.exec("BEGIN IMMEDIATE")) {
+  if (!c.run("BEGIN IMMEDIATE")) {
     const store_error e = c.io_error("begin a transaction");
     for (write_job* j : batch) j->error = e;
     return;
   }
-  std::optional<store_error> lost;  // set when SQLite rolled the whole transaction back
+  // Alone in its transaction, a job needs no savepoint: its failure rolls
+  // the transaction back.
+  const bool shared = batch.size() > 1;
+  std::optional<store_error> lost;  // set when the whole transaction is gone
   for (write_job* j : batch) {
     if (lost) {
       j->error = lost;
       continue;
     }
-    c.exec("SAVEPOINT job");
+    if (shared) c.run("SAVEPOINT job");
     j->error = (*j->work)(c);
-    if (sqlite3_get_autocommit(c.db())) {  // e.g. SQLITE_FULL: the transaction is gone
+    if (sqlite3_get_autocommit(c.db())) {  // e.g. SQLITE_FULL: SQLite rolled it all back
       lost = j->error ? *j->error : c.io_error("the transaction was rolled back");
       j->error = lost;
       continue;
     }
-    if (j->error) c.exec("ROLLBACK TO job");
-    c.exec("RELEASE job");
+    if (!shared) {
+      if (j->error) lost = j->error;  // rolled back below
+      continue;
+    }
+    if (j->error) c.run("ROLLBACK TO job");
+    c.run("RELEASE job");
   }
-  if (!lost && c.exec("COMMIT")) return;
+  if (!lost && c.run("COMMIT")) return;
   if (!lost) lost = c.io_error("commit");
-  c.exec("ROLLBACK");
+  if (!sqlite3_get_autocommit(c.db())) c.run("ROLLBACK");
   for (write_job* j : batch)
     if (!j->error) j->error = lost;
 }

@@ -29,11 +29,19 @@
 
 namespace troupe {
 
+struct sqlite_options {
+  // false (the default): in WAL mode a commit survives a killed process but
+  // is not synced to disk one by one, so a power loss can take back the last
+  // commits. true: every transaction is fsynced before its commits return;
+  // group commit then shares one fsync among all the commits it carries.
+  bool sync_every_commit = false;
+};
+
 class sqlite_store final : public thread_store, public conversation_store {
  public:
   // Opens (creating if needed) the database at `path`; throws
   // std::runtime_error with SQLite's message when it cannot.
-  explicit sqlite_store(const std::string& path);
+  explicit sqlite_store(const std::string& path, sqlite_options options = {});
   ~sqlite_store() override;
 
   stored<thread> load(const std::string& thread_id) override;
@@ -78,8 +86,7 @@ class sqlite_store final : public thread_store, public conversation_store {
   std::unique_ptr<connection> writer_;
 
   mutable std::mutex commit_mutex_;
-  std::condition_variable commit_done_;
-  std::vector<write_job*> queued_;
+  std::vector<write_job*> queued_;  // in arrival order
   bool leader_active_ = false;
   commit_stats stats_;
 

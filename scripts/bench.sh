@@ -5,10 +5,13 @@
 #   stream_bench        parsing a recorded model stream (Google Benchmark, medians of 5)
 #   concurrent_streams  model streams one HTTP I/O thread sustains against a local server
 #   load_bench          the whole stack against a local model server, 1, 10 and 100 conversations
+#   store_bench         thread stores: commit latency and throughput, loads, bytes on disk
+#                       (PostgreSQL on a throwaway server that scripts/with-postgres.sh starts)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
-bash scripts/build.sh --target thread_bench --target runtime_bench --target stream_bench --target concurrent_streams --target load_bench
+bash scripts/install-deps.sh postgresql
+bash scripts/build.sh --target thread_bench --target runtime_bench --target stream_bench --target concurrent_streams \
+  --target load_bench --target store_bench
 build="${TROUPE_BUILD_DIR:-build}"
 gbench=(--benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
 "$build/bench/thread_bench" "${gbench[@]}"
@@ -16,3 +19,4 @@ gbench=(--benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
 "$build/bench/stream_bench" "${gbench[@]}"
 "$build/bench/concurrent_streams" --streams 1000
 "$build/bench/load_bench" --repeat 3
+bash scripts/with-postgres.sh "$build/bench/store_bench" --repeat 3

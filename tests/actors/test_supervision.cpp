@@ -226,10 +226,15 @@ namespace {
 class failing_store final : public thread_store {
  public:
   std::atomic<bool> broken{false};
+  // The next commit is written but reported lost, as when the connection
+  // drops between a commit and its answer.
+  std::atomic<bool> lose_next_answer{false};
   stored<thread> load(const std::string& id) override { return inner_.load(id); }
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override {
     if (broken) return store_error{"io", "no space left on device"};
-    return inner_.append(t, expected_rev);
+    auto written = inner_.append(t, expected_rev);
+    if (written && lose_next_answer.exchange(false)) return store_error{"io", "server closed the connection unexpectedly"};
+    return written;
   }
   std::vector<std::string> list() override { return inner_.list(); }
   bool remove(const std::string& id) override { return inner_.remove(id); }
@@ -266,4 +271,22 @@ TEST_CASE("a store that cannot be written fails the request and keeps memory and
   CHECK(answer_of(must_reply(a.ask("third"))) == "done");
   CHECK(store->load("a:default")->size() == 8);
   CHECK(every_call_answered(*a.snapshot()));
+}
+
+TEST_CASE("after a commit whose answer was lost, the agent takes the thread the store holds and goes on") {
+  auto store = std::make_shared<failing_store>();
+  auto model = std::make_shared<scripted_provider>([](const llm_stream&) { return scripted_reply::text("done"); });
+  runtime rt({.provider = model, .store = store});
+  agent a = rt.spawn_agent({.id = "a", .model = "m"});
+  CHECK(answer_of(must_reply(a.ask("first"))) == "done");
+
+  store->lose_next_answer = true;  // the question of "second" is stored, but the agent hears io
+  CHECK(error_type_of(must_reply(a.ask("second"))) == "store_failed");
+  CHECK(a.snapshot()->rev() == store->load("a:default")->rev());  // memory follows the store
+
+  CHECK(answer_of(must_reply(a.ask("third"))) == "done");  // no conflict left behind
+  const auto t = store->load("a:default");
+  REQUIRE(t);
+  CHECK(t->rev() == a.snapshot()->rev());
+  CHECK(t->last()->payload.at("content") == "done");
 }

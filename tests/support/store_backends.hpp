@@ -38,9 +38,10 @@ struct memory_backend {
 
 struct sqlite_backend {
   static constexpr const char* name = "sqlite";
+  explicit sqlite_backend(sqlite_options options = {}) : store(std::make_shared<sqlite_store>(path.string(), options)) {}
   std::filesystem::path path =
       std::filesystem::temp_directory_path() / ("troupe-store-" + unique_suffix() + ".db");
-  std::shared_ptr<sqlite_store> store = std::make_shared<sqlite_store>(path.string());
+  std::shared_ptr<sqlite_store> store;
   bool ready() const { return true; }
   std::string why_not() const { return {}; }
   thread_store& threads() { return *store; }

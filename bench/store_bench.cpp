@@ -1,0 +1,226 @@
+// What the thread stores cost: commit latency (p50, p99) and throughput
+// with 1 and with 100 concurrent writers, the time to load a
+// 100,000-entry thread, and bytes on disk per entry at 1,000 and 100,000
+// turns. SQLite always; PostgreSQL when TROUPE_TEST_POSTGRES names a
+// server (scripts/bench.sh starts one); the memory store as the floor.
+// "sqlite+fsync" is SQLite with every transaction synced to disk, where
+// group commit shares one fsync among many commits.
+//
+//   store_bench [--repeat 3] [--commits 400] [--load-entries 100000] [--turns 100000] [--pg-pool 16]
+//
+// A commit is one step's entries: two entries (a user message and an
+// assistant message of realistic length). A turn, for the size figures, is
+// four entries: question, tool call, tool result, answer.
+
+#include "bench/bench_support.hpp"
+#include "runtime/clock.hpp"
+#include "support/store_backends.hpp"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+using namespace troupe;
+using namespace troupe::testing;
+namespace json = boost::json;
+
+namespace {
+
+const std::string question_text =
+    "Could you look up the opening hours of the Lisbon Oceanarium for next Saturday, and tell me whether it "
+    "is worth going with two children?";
+const std::string answer_text =
+    "The Oceanarium is open from 10:00 to 19:00 on Saturdays, with the last entry at 18:00. With two children "
+    "it is well worth it: plan about two and a half hours, book tickets online to skip the queue, and see the "
+    "central tank first, before the school groups arrive in the late morning. A family ticket covers two adults "
+    "and two children under twelve.";
+
+std::vector<entry_draft> step_drafts(int i) {
+  return {{"message", {{"role", "user"}, {"content", question_text}}, {{"request_id", "req_" + std::to_string(i)}}},
+          {"message", {{"role", "assistant"}, {"content", answer_text}},
+           {{"request_id", "req_" + std::to_string(i)}, {"iteration", 1}}}};
+}
+
+std::vector<entry_draft> turn_drafts(int i) {
+  const json::object refs{{"request_id", "req_" + std::to_string(i)}, {"call_id", "call_" + std::to_string(i)},
+                          {"tool_call_id", "tc_" + std::to_string(i)}, {"iteration", 1}};
+  return {{"message", {{"role", "user"}, {"content", question_text}}, {{"request_id", "req_" + std::to_string(i)}}},
+          {"tool_call", {{"name", "opening_hours"}, {"arguments", {{"place", "Oceanario de Lisboa"}, {"day", "saturday"}}}}, refs},
+          {"tool_result", {{"name", "opening_hours"}, {"result", {{"open", "10:00"}, {"close", "19:00"}, {"last_entry", "18:00"}}}}, refs},
+          {"message", {{"role", "assistant"}, {"content", answer_text}}, refs}};
+}
+
+struct commit_figures {
+  double p50_us = 0, p99_us = 0, entries_per_s = 0, batching = 0;
+};
+
+// `writers` threads, each committing `commits` steps to its own thread.
+template <class Backend>
+commit_figures measure_commits(Backend& backend, int writers, int commits) {
+  thread_store& store = backend.threads();
+  std::vector<std::vector<double>> latencies(static_cast<std::size_t>(writers));
+  std::vector<std::thread> pool;
+  const auto started = std::chrono::steady_clock::now();
+  for (int w = 0; w < writers; ++w)
+    pool.emplace_back([&, w] {
+      sequential_ids ids;
+      thread t("writer-" + std::to_string(w), 1);
+      auto& mine = latencies[static_cast<std::size_t>(w)];
+      mine.reserve(static_cast<std::size_t>(commits));
+      for (int i = 0; i < commits; ++i) {
+        const std::uint64_t rev = t.rev();
+        t.append(step_drafts(i), i, ids);
+        const std::int64_t before = steady_us();
+        if (!store.append(t, rev)) std::abort();
+        mine.push_back(static_cast<double>(steady_us() - before));
+      }
+    });
+  for (auto& p : pool) p.join();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::vector<double> all;
+  for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
+  std::sort(all.begin(), all.end());
+  commit_figures f;
+  f.p50_us = all[all.size() / 2];
+  f.p99_us = all[all.size() * 99 / 100];
+  f.entries_per_s = 2.0 * writers * commits / seconds;
+  if constexpr (std::is_same_v<Backend, sqlite_backend>) {
+    const auto s = backend.store->stats();
+    f.batching = static_cast<double>(s.commits) / static_cast<double>(s.transactions);
+  }
+  return f;
+}
+
+// Milliseconds to load a thread of `entries` entries (median of `repeat`).
+template <class Backend>
+double measure_load(Backend& backend, std::size_t entries, int repeat) {
+  thread_store& store = backend.threads();
+  sequential_ids ids;
+  thread t("long", 1);
+  for (std::size_t done = 0; done < entries;) {
+    const std::uint64_t rev = t.rev();
+    std::vector<entry_draft> chunk;
+    for (int i = 0; i < 1000 && done < entries; ++i, ++done) chunk.push_back(step_drafts(static_cast<int>(done))[done % 2]);
+    t.append(std::move(chunk), static_cast<std::int64_t>(done), ids);
+    if (!store.append(t, rev)) std::abort();
+  }
+  std::vector<double> ms;
+  for (int r = 0; r < repeat; ++r) {
+    const auto started = std::chrono::steady_clock::now();
+    auto loaded = store.load("long");
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
+    if (!loaded || loaded->size() != entries) std::abort();
+  }
+  return bench::median(ms);
+}
+
+// Writes `turns` turns (committed 100 turns at a time) and returns the
+// entries written.
+std::size_t write_turns(thread_store& store, int turns) {
+  sequential_ids ids;
+  thread t("sized", 1);
+  for (int done = 0; done < turns;) {
+    const std::uint64_t rev = t.rev();
+    std::vector<entry_draft> chunk;
+    for (int i = 0; i < 100 && done < turns; ++i, ++done)
+      for (auto& d : turn_drafts(done)) chunk.push_back(std::move(d));
+    t.append(std::move(chunk), done, ids);
+    if (!store.append(t, rev)) std::abort();
+  }
+  return t.size();
+}
+
+double sqlite_bytes_per_entry(int turns) {
+  sqlite_backend backend;
+  const std::size_t entries = write_turns(backend.threads(), turns);
+  backend.store.reset();  // closing checkpoints the WAL into the file
+  sqlite3* db = nullptr;
+  sqlite3_open(backend.path.c_str(), &db);
+  sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  std::uintmax_t bytes = std::filesystem::file_size(backend.path);
+  for (const char* suffix : {"-wal"})
+    if (std::filesystem::exists(backend.path.string() + suffix)) bytes += std::filesystem::file_size(backend.path.string() + suffix);
+  return static_cast<double>(bytes) / static_cast<double>(entries);
+}
+
+double postgres_bytes_per_entry(int turns) {
+  postgres_backend backend;
+  const std::size_t entries = write_turns(backend.threads(), turns);
+  PGconn* c = PQconnectdb(backend.uri().c_str());
+  PGresult* r = PQexec(c, "VACUUM ANALYZE entries");
+  PQclear(r);
+  r = PQexec(c, "SELECT pg_total_relation_size('entries') + pg_total_relation_size('threads')");
+  const double bytes = PQresultStatus(r) == PGRES_TUPLES_OK ? std::stod(PQgetvalue(r, 0, 0)) : 0;
+  PQclear(r);
+  PQfinish(c);
+  return bytes / static_cast<double>(entries);
+}
+
+void print_commits(const char* store, int writers, const std::vector<commit_figures>& runs, double baseline_eps) {
+  std::vector<double> p50, p99, eps, batching;
+  for (const auto& f : runs) {
+    p50.push_back(f.p50_us);
+    p99.push_back(f.p99_us);
+    eps.push_back(f.entries_per_s);
+    batching.push_back(f.batching);
+  }
+  const double e = bench::median(eps);
+  std::printf("%-12s %3d writer%s  commit p50 %8.0f us  p99 %8.0f us  %9.0f entries/s  (%.2fx one writer)",
+              store, writers, writers == 1 ? " " : "s", bench::median(p50), bench::median(p99), e,
+              baseline_eps > 0 ? e / baseline_eps : 1.0);
+  if (bench::median(batching) > 0) std::printf("  %.1f commits per transaction", bench::median(batching));
+  std::printf("\n");
+}
+
+template <class Backend, class... Args>
+void run_store(const char* name, int repeat, int commits, std::size_t load_entries, Args... args) {
+  double one_writer = 0;
+  for (int writers : {1, 100}) {
+    std::vector<commit_figures> runs;
+    for (int r = 0; r < repeat; ++r) {
+      Backend backend(args...);
+      // Fewer commits each with 100 writers: the same order of total work.
+      runs.push_back(measure_commits(backend, writers, writers == 1 ? commits : std::max(10, commits / 10)));
+    }
+    print_commits(name, writers, runs, one_writer);
+    if (writers == 1) {
+      std::vector<double> eps;
+      for (const auto& f : runs) eps.push_back(f.entries_per_s);
+      one_writer = bench::median(eps);
+    }
+  }
+  if (load_entries == 0) return;
+  Backend backend(args...);
+  std::printf("%-12s load a %zu-entry thread: %.1f ms (median of %d)\n", name, load_entries,
+              measure_load(backend, load_entries, repeat), repeat);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int repeat = static_cast<int>(bench::flag(argc, argv, "--repeat", 3));
+  const int commits = static_cast<int>(bench::flag(argc, argv, "--commits", 400));
+  const std::size_t load_entries = bench::flag(argc, argv, "--load-entries", 100000);
+  const int turns = static_cast<int>(bench::flag(argc, argv, "--turns", 100000));
+  const std::size_t pg_pool = bench::flag(argc, argv, "--pg-pool", 16);
+
+  std::printf("store_bench: commits of 2 entries (~%zu bytes of text), medians of %d runs\n",
+              question_text.size() + answer_text.size(), repeat);
+  run_store<memory_backend>("memory", repeat, commits, load_entries);
+  run_store<sqlite_backend>("sqlite", repeat, commits, load_entries);
+  run_store<sqlite_backend>("sqlite+fsync", repeat, commits / 4, 0, sqlite_options{.sync_every_commit = true});
+  const bool postgres = postgres_backend().ready();
+  if (postgres) run_store<postgres_backend>("postgres", repeat, commits, load_entries, postgres_options{.pool_size = pg_pool});
+  else std::printf("postgres: skipped (TROUPE_TEST_POSTGRES is unset; scripts/bench.sh starts a server)\n");
+
+  for (int n : {1000, turns}) {
+    std::printf("sqlite    %6d turns (%d entries): %.0f bytes/entry on disk\n", n, 4 * n, sqlite_bytes_per_entry(n));
+    if (postgres)
+      std::printf("postgres  %6d turns (%d entries): %.0f bytes/entry on disk\n", n, 4 * n, postgres_bytes_per_entry(n));
+    std::fflush(stdout);
+  }
+}
