@@ -79,4 +79,17 @@ conversation_touch touch_from(entry_range new_entries) {
   return out;
 }
 
+store_error conversation_not_found(const std::string& conversation_id) {
+  return store_error{"not_found", "no conversation " + conversation_id};
+}
+
+stored<conversation_trace> trace_of(stored<conversation> found, thread_store& threads) {
+  if (!found) return found.error();
+  auto t = threads.load(found->thread_id);
+  if (!t && t.error().type != "not_found") return t.error();
+  thread log = t ? std::move(*t) : thread(found->thread_id, found->created_at);  // no entry yet
+  const conversation_totals totals = totals_of(log);
+  return conversation_trace{std::move(*found), std::move(log), totals};
+}
+
 }  // namespace troupe

@@ -73,6 +73,12 @@ struct conversation_touch {
 };
 conversation_touch touch_from(entry_range new_entries);
 
+store_error conversation_not_found(const std::string& conversation_id);
+
+// A trace from a conversation and the store its thread is in: the part of
+// trace() every store shares.
+stored<conversation_trace> trace_of(stored<conversation> found, thread_store& threads);
+
 class conversation_store {
  public:
   virtual ~conversation_store() = default;

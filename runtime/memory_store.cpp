@@ -7,12 +7,6 @@
 
 namespace troupe {
 
-namespace {
-
-store_error no_conversation(const std::string& id) { return store_error{"not_found", "no conversation " + id}; }
-
-}  // namespace
-
 memory_store::shard& memory_store::shard_of(const std::string& thread_id) {
   return shards_[std::hash<std::string>{}(thread_id) % shards_.size()];
 }
@@ -100,7 +94,7 @@ stored<conversation> memory_store::get_or_create_conversation(const conversation
 stored<conversation> memory_store::find_conversation(const std::string& conversation_id) {
   std::lock_guard lock(conversations_mutex_);
   auto it = conversations_.find(conversation_id);
-  if (it == conversations_.end()) return no_conversation(conversation_id);
+  if (it == conversations_.end()) return conversation_not_found(conversation_id);
   return it->second;
 }
 
@@ -117,12 +111,7 @@ stored<std::vector<entry>> memory_store::history(const std::string& conversation
 }
 
 stored<conversation_trace> memory_store::trace(const std::string& conversation_id) {
-  auto c = find_conversation(conversation_id);
-  if (!c) return c.error();
-  auto t = load(c->thread_id);
-  thread log = t ? std::move(*t) : thread(c->thread_id, c->created_at);
-  conversation_totals totals = totals_of(log);
-  return conversation_trace{std::move(*c), std::move(log), totals};
+  return trace_of(find_conversation(conversation_id), *this);
 }
 
 stored<std::vector<conversation>> memory_store::list_conversations(const std::string& user_id, std::size_t limit,
@@ -146,7 +135,7 @@ stored<std::vector<conversation>> memory_store::list_conversations(const std::st
 stored<conversation> memory_store::archive_conversation(const std::string& conversation_id) {
   std::lock_guard lock(conversations_mutex_);
   auto it = conversations_.find(conversation_id);
-  if (it == conversations_.end()) return no_conversation(conversation_id);
+  if (it == conversations_.end()) return conversation_not_found(conversation_id);
   it->second.archived = true;
   it->second.updated_at = wall_clock_ms();
   return it->second;
@@ -157,7 +146,7 @@ stored<void> memory_store::delete_conversation(const std::string& conversation_i
   {
     std::lock_guard lock(conversations_mutex_);
     auto it = conversations_.find(conversation_id);
-    if (it == conversations_.end()) return no_conversation(conversation_id);
+    if (it == conversations_.end()) return conversation_not_found(conversation_id);
     thread_id = it->second.thread_id;
     conversation_of_thread_.erase(thread_id);
     conversations_.erase(it);

@@ -205,13 +205,11 @@ stored<conversation> read_conversation(const result& r, int row) {
   return c;
 }
 
-store_error no_conversation(const std::string& id) { return store_error{"not_found", "no conversation " + id}; }
-
 stored<conversation> select_conversation(PGconn* c, const std::string& conversation_id) {
   const std::string sql = std::string("SELECT ") + conversation_columns + " FROM conversations WHERE id = $1";
   result r = run(c, sql.c_str(), {conversation_id});
   if (!r.ok()) return r.error(c, "read conversation " + conversation_id);
-  if (r.rows() == 0) return no_conversation(conversation_id);
+  if (r.rows() == 0) return conversation_not_found(conversation_id);
   return read_conversation(r, 0);
 }
 
@@ -515,13 +513,7 @@ stored<std::vector<entry>> postgres_store::history(const std::string& conversati
 }
 
 stored<conversation_trace> postgres_store::trace(const std::string& conversation_id) {
-  auto conv = find_conversation(conversation_id);
-  if (!conv) return conv.error();
-  auto t = load(conv->thread_id);
-  if (!t && t.error().type != "not_found") return t.error();
-  thread log = t ? std::move(*t) : thread(conv->thread_id, conv->created_at);
-  conversation_totals totals = totals_of(log);
-  return conversation_trace{std::move(*conv), std::move(log), totals};
+  return trace_of(find_conversation(conversation_id), *this);
 }
 
 stored<std::vector<conversation>> postgres_store::list_conversations(const std::string& user_id, std::size_t limit,
@@ -553,7 +545,7 @@ stored<conversation> postgres_store::archive_conversation(const std::string& con
                           conversation_columns;
   result r = run(c, sql.c_str(), {conversation_id, std::to_string(wall_clock_ms())});
   if (!r.ok()) return r.error(c, "archive " + conversation_id);
-  if (r.rows() == 0) return no_conversation(conversation_id);
+  if (r.rows() == 0) return conversation_not_found(conversation_id);
   return read_conversation(r, 0);
 }
 
@@ -568,7 +560,7 @@ stored<void> postgres_store::delete_conversation(const std::string& conversation
                  "SELECT count(*) FROM c",
                  {conversation_id});
   if (!r.ok()) return r.error(c, "delete " + conversation_id);
-  if (r.int64(0, 0) == 0) return no_conversation(conversation_id);
+  if (r.int64(0, 0) == 0) return conversation_not_found(conversation_id);
   return {};
 }
 

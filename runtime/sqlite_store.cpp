@@ -179,8 +179,6 @@ stored<entry> read_entry(const statement& s, const std::string& thread_id) {
   return e;
 }
 
-store_error no_conversation(const std::string& id) { return store_error{"not_found", "no conversation " + id}; }
-
 // An entry as its row: serialised before the commit queues, so that the
 // writer's transaction does no JSON work.
 struct entry_row {
@@ -538,7 +536,7 @@ stored<conversation> sqlite_store::get_or_create_conversation(const conversation
 stored<conversation> sqlite_store::find_conversation(const std::string& conversation_id) {
   reader r(*this);
   auto found = select_conversation(*r, "id = ?", {conversation_id});
-  if (!found && found.error().type == "not_found") return no_conversation(conversation_id);
+  if (!found && found.error().type == "not_found") return conversation_not_found(conversation_id);
   return found;
 }
 
@@ -547,7 +545,7 @@ stored<std::vector<entry>> sqlite_store::history(const std::string& conversation
   connection& c = *r;
   if (!r.begin()) return c.io_error("history of " + conversation_id);
   auto conv = select_conversation(c, "id = ?", {conversation_id});
-  if (!conv) return conv.error().type == "not_found" ? no_conversation(conversation_id) : conv.error();
+  if (!conv) return conv.error().type == "not_found" ? conversation_not_found(conversation_id) : conv.error();
   statement s(c,
               "SELECT seq, id, at, kind, payload, refs FROM entries WHERE thread_id = ? AND kind = 'message' "
               "ORDER BY seq DESC LIMIT ?");
@@ -567,13 +565,7 @@ stored<std::vector<entry>> sqlite_store::history(const std::string& conversation
 }
 
 stored<conversation_trace> sqlite_store::trace(const std::string& conversation_id) {
-  auto conv = find_conversation(conversation_id);
-  if (!conv) return conv.error();
-  auto t = load(conv->thread_id);
-  if (!t && t.error().type != "not_found") return t.error();
-  thread log = t ? std::move(*t) : thread(conv->thread_id, conv->created_at);
-  conversation_totals totals = totals_of(log);
-  return conversation_trace{std::move(*conv), std::move(log), totals};
+  return trace_of(find_conversation(conversation_id), *this);
 }
 
 stored<std::vector<conversation>> sqlite_store::list_conversations(const std::string& user_id, std::size_t limit,
@@ -599,7 +591,7 @@ stored<std::vector<conversation>> sqlite_store::list_conversations(const std::st
 }
 
 stored<conversation> sqlite_store::archive_conversation(const std::string& conversation_id) {
-  stored<conversation> out = no_conversation(conversation_id);
+  stored<conversation> out = conversation_not_found(conversation_id);
   const auto e = write([&](connection& c) -> std::optional<store_error> {
     statement s(c, "UPDATE conversations SET archived = 1, updated_at = ? WHERE id = ?");
     if (!s) return c.io_error("archive " + conversation_id);
@@ -610,14 +602,14 @@ stored<conversation> sqlite_store::archive_conversation(const std::string& conve
     return std::nullopt;
   });
   if (e) return *e;
-  if (!out && out.error().type == "not_found") return no_conversation(conversation_id);
+  if (!out && out.error().type == "not_found") return conversation_not_found(conversation_id);
   return out;
 }
 
 stored<void> sqlite_store::delete_conversation(const std::string& conversation_id) {
   const auto e = write([&](connection& c) -> std::optional<store_error> {
     auto conv = select_conversation(c, "id = ?", {conversation_id});
-    if (!conv) return conv.error().type == "not_found" ? no_conversation(conversation_id) : conv.error();
+    if (!conv) return conv.error().type == "not_found" ? conversation_not_found(conversation_id) : conv.error();
     bool existed = false;
     return delete_thread(c, conv->thread_id, existed);
   });
