@@ -424,3 +424,31 @@ TEST_CASE("the SQLite store migrates a version-1 file and keeps its threads") {
   }
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + suffix);
 }
+
+TEST_CASE("the PostgreSQL store reports a lost connection as io and reconnects for the next call") {
+  postgres_backend backend;
+  REQUIRE_BACKEND(backend);
+  sequential_ids ids;
+  thread t("t1", 1);
+  commit(backend.threads(), t, {note(1)}, 1, ids);
+
+  // The server ends every session of this store, as a restart or a failover would.
+  PGconn* admin = PQconnectdb(std::getenv("TROUPE_TEST_POSTGRES"));
+  PGresult* r = PQexec(admin,
+                       "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                       "WHERE pid <> pg_backend_pid() AND query NOT LIKE '%pg_stat_activity%' "
+                       "AND datname = current_database() AND backend_type = 'client backend'");
+  REQUIRE(PQresultStatus(r) == PGRES_TUPLES_OK);
+  PQclear(r);
+  PQfinish(admin);
+
+  auto first = backend.threads().load("t1");
+  if (!first) {
+    CHECK(first.error().type == "io");  // the call that finds the connection gone
+  }
+  auto second = backend.threads().load("t1");
+  REQUIRE(second);
+  CHECK(second->size() == 1);
+  t.append(note(2), 2, ids);
+  CHECK(backend.threads().append(t, 1));
+}
