@@ -250,6 +250,19 @@ class postgres_store::lease {
   PGconn* c_;
 };
 
+// Runs a read. When it fails because its connection turned out to be
+// dropped (a server restart, a failover), it runs once more on a fresh
+// connection: a read changes nothing, so repeating it is safe.
+template <class F>
+auto postgres_store::read(F body) -> decltype(body(nullptr)) {
+  for (int attempt = 0;; ++attempt) {
+    lease l(*this);
+    if (!l) return l.failure();
+    auto out = body(l.get());
+    if (out || attempt == 1 || PQstatus(l.get()) == CONNECTION_OK) return out;
+  }
+}
+
 postgres_store::postgres_store(const std::string& conninfo, options o) : conninfo_(conninfo), options_(o) {
   if (options_.pool_size == 0) options_.pool_size = 1;
   std::string why;
@@ -374,33 +387,32 @@ void postgres_store::discard(PGconn* c) {
 // --- threads --------------------------------------------------------------
 
 stored<thread> postgres_store::load(const std::string& thread_id) {
-  lease l(*this);
-  if (!l) return l.failure();
-  PGconn* c = l.get();
-  const std::string what = "load " + thread_id;
-  // One snapshot for the head and the entries.
-  result begin = run(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-  if (!begin.ok()) return begin.error(c, what);
-  result head = run(c, "SELECT rev, created_at, updated_at, metadata::text FROM threads WHERE id = $1", {thread_id});
-  if (!head.ok()) return head.error(c, what);
-  if (head.rows() == 0) return store_error{"not_found", "no thread " + thread_id};
-  auto metadata = parse_object(head.text(0, 3), "thread " + thread_id + " metadata");
-  if (!metadata) return metadata.error();
-  const std::string sql = std::string("SELECT ") + entry_columns + " FROM entries WHERE thread_id = $1 ORDER BY seq";
-  result rows = run(c, sql.c_str(), {thread_id});
-  if (!rows.ok()) return rows.error(c, what);
-  run(c, "COMMIT");
-  std::vector<entry> entries;
-  entries.reserve(static_cast<std::size_t>(rows.rows()));
-  for (int i = 0; i < rows.rows(); ++i) {
-    auto e = read_entry(rows, i, thread_id);
-    if (!e) return e.error();
-    entries.push_back(std::move(*e));
-  }
-  auto t = thread::restore(thread_id, static_cast<std::uint64_t>(head.int64(0, 0)), head.int64(0, 1),
-                           head.int64(0, 2), std::move(*metadata), std::move(entries));
-  if (!t) return store_error{"corrupt", "thread " + thread_id + ": " + t.error().describe()};
-  return std::move(*t);
+  return read([&](PGconn* c) -> stored<thread> {
+    const std::string what = "load " + thread_id;
+    // One snapshot for the head and the entries.
+    result begin = run(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    if (!begin.ok()) return begin.error(c, what);
+    result head = run(c, "SELECT rev, created_at, updated_at, metadata::text FROM threads WHERE id = $1", {thread_id});
+    if (!head.ok()) return head.error(c, what);
+    if (head.rows() == 0) return store_error{"not_found", "no thread " + thread_id};
+    auto metadata = parse_object(head.text(0, 3), "thread " + thread_id + " metadata");
+    if (!metadata) return metadata.error();
+    const std::string sql = std::string("SELECT ") + entry_columns + " FROM entries WHERE thread_id = $1 ORDER BY seq";
+    result rows = run(c, sql.c_str(), {thread_id});
+    if (!rows.ok()) return rows.error(c, what);
+    run(c, "COMMIT");
+    std::vector<entry> entries;
+    entries.reserve(static_cast<std::size_t>(rows.rows()));
+    for (int i = 0; i < rows.rows(); ++i) {
+      auto e = read_entry(rows, i, thread_id);
+      if (!e) return e.error();
+      entries.push_back(std::move(*e));
+    }
+    auto t = thread::restore(thread_id, static_cast<std::uint64_t>(head.int64(0, 0)), head.int64(0, 1),
+                             head.int64(0, 2), std::move(*metadata), std::move(entries));
+    if (!t) return store_error{"corrupt", "thread " + thread_id + ": " + t.error().describe()};
+    return std::move(*t);
+  });
 }
 
 stored<std::uint64_t> postgres_store::append(const thread_view& t, std::uint64_t expected_rev) {
@@ -488,28 +500,25 @@ stored<conversation> postgres_store::get_or_create_conversation(const conversati
 }
 
 stored<conversation> postgres_store::find_conversation(const std::string& conversation_id) {
-  lease l(*this);
-  if (!l) return l.failure();
-  return select_conversation(l.get(), conversation_id);
+  return read([&](PGconn* c) { return select_conversation(c, conversation_id); });
 }
 
 stored<std::vector<entry>> postgres_store::history(const std::string& conversation_id, std::size_t limit) {
-  lease l(*this);
-  if (!l) return l.failure();
-  PGconn* c = l.get();
-  auto conv = select_conversation(c, conversation_id);
-  if (!conv) return conv.error();
-  const std::string sql = std::string("SELECT ") + entry_columns +
-                          " FROM entries WHERE thread_id = $1 AND kind = 'message' ORDER BY seq DESC LIMIT $2";
-  result r = run(c, sql.c_str(), {conv->thread_id, std::to_string(std::min<std::size_t>(limit, INT64_MAX))});
-  if (!r.ok()) return r.error(c, "history of " + conversation_id);
-  std::vector<entry> out;
-  for (int i = r.rows() - 1; i >= 0; --i) {
-    auto e = read_entry(r, i, conv->thread_id);
-    if (!e) return e.error();
-    out.push_back(std::move(*e));
-  }
-  return out;
+  return read([&](PGconn* c) -> stored<std::vector<entry>> {
+    auto conv = select_conversation(c, conversation_id);
+    if (!conv) return conv.error();
+    const std::string sql = std::string("SELECT ") + entry_columns +
+                            " FROM entries WHERE thread_id = $1 AND kind = 'message' ORDER BY seq DESC LIMIT $2";
+    result r = run(c, sql.c_str(), {conv->thread_id, std::to_string(std::min<std::size_t>(limit, INT64_MAX))});
+    if (!r.ok()) return r.error(c, "history of " + conversation_id);
+    std::vector<entry> out;
+    for (int i = r.rows() - 1; i >= 0; --i) {
+      auto e = read_entry(r, i, conv->thread_id);
+      if (!e) return e.error();
+      out.push_back(std::move(*e));
+    }
+    return out;
+  });
 }
 
 stored<conversation_trace> postgres_store::trace(const std::string& conversation_id) {
@@ -518,23 +527,22 @@ stored<conversation_trace> postgres_store::trace(const std::string& conversation
 
 stored<std::vector<conversation>> postgres_store::list_conversations(const std::string& user_id, std::size_t limit,
                                                                      std::size_t offset) {
-  lease l(*this);
-  if (!l) return l.failure();
-  PGconn* c = l.get();
-  const std::string sql = std::string("SELECT ") + conversation_columns +
-                          " FROM conversations WHERE user_id = $1 AND NOT archived "
-                          "ORDER BY last_message_at DESC, created_at DESC, id LIMIT $2 OFFSET $3";
-  result r = run(c, sql.c_str(),
-                 {user_id, std::to_string(std::min<std::size_t>(limit, INT64_MAX)),
-                  std::to_string(std::min<std::size_t>(offset, INT64_MAX))});
-  if (!r.ok()) return r.error(c, "list conversations");
-  std::vector<conversation> out;
-  for (int i = 0; i < r.rows(); ++i) {
-    auto conv = read_conversation(r, i);
-    if (!conv) return conv.error();
-    out.push_back(std::move(*conv));
-  }
-  return out;
+  return read([&](PGconn* c) -> stored<std::vector<conversation>> {
+    const std::string sql = std::string("SELECT ") + conversation_columns +
+                            " FROM conversations WHERE user_id = $1 AND NOT archived "
+                            "ORDER BY last_message_at DESC, created_at DESC, id LIMIT $2 OFFSET $3";
+    result r = run(c, sql.c_str(),
+                   {user_id, std::to_string(std::min<std::size_t>(limit, INT64_MAX)),
+                    std::to_string(std::min<std::size_t>(offset, INT64_MAX))});
+    if (!r.ok()) return r.error(c, "list conversations");
+    std::vector<conversation> out;
+    for (int i = 0; i < r.rows(); ++i) {
+      auto conv = read_conversation(r, i);
+      if (!conv) return conv.error();
+      out.push_back(std::move(*conv));
+    }
+    return out;
+  });
 }
 
 stored<conversation> postgres_store::archive_conversation(const std::string& conversation_id) {

@@ -58,6 +58,8 @@ class postgres_store final : public thread_store, public conversation_store {
 
  private:
   struct waiter;
+  template <class F>
+  auto read(F body) -> decltype(body(nullptr));
   pg_conn* checkout(std::string& why);
   void checkin(pg_conn* c);
   void discard(pg_conn* c);  // closes a broken connection and frees its slot
