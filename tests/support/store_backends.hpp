@@ -68,7 +68,8 @@ class postgres_backend {
     schema_ = "troupe_test_" + unique_suffix();
     admin("CREATE SCHEMA " + schema_);
     const char separator = server_.find('?') == std::string::npos ? '?' : '&';
-    uri_ = server_ + separator + "options=-csearch_path%3D" + schema_;
+    // The schema names the sessions too, so that a test can find its own.
+    uri_ = server_ + separator + "options=-csearch_path%3D" + schema_ + "&application_name=" + schema_;
     store = std::make_shared<postgres_store>(uri_, options);
   }
   ~postgres_backend() {
@@ -89,6 +90,11 @@ class postgres_backend {
   thread_store& threads() { return *store; }
   conversation_store& conversations() { return *store; }
   const std::string& uri() const { return uri_; }
+  // Ends this store's sessions from the server's side, as a restart or a
+  // failover would; other tests' sessions are left alone.
+  void drop_connections() const {
+    admin("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '" + schema_ + "'");
+  }
   // Reconnects, as a restarted process would.
   void reopen() {
     store.reset();
@@ -101,7 +107,7 @@ class postgres_backend {
   void admin(const std::string& sql) const {
     PGconn* c = PQconnectdb(server_.c_str());
     PGresult* r = PQexec(c, ("SET client_min_messages = warning; " + sql).c_str());
-    const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
     const std::string why = PQerrorMessage(c);
     PQclear(r);
     PQfinish(c);
