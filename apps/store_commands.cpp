@@ -111,7 +111,7 @@ int run_threads(const store_command_options& o) {
   }
   if (o.action == "fork") {
     const std::string new_id = o.new_id.empty() ? random_ids().next("thread") : o.new_id;
-    auto child = threads.fork(o.id, o.at.value_or(0), new_id, wall_clock_ms());
+    auto child = threads.fork(o.id, *o.at, new_id, wall_clock_ms());  // --at is required
     if (!child) return report(child.error(), o.json);
     if (o.json)
       print(json::object{{"thread_id", child->id()}, {"forked_from", o.id}, {"at_seq", *o.at}, {"entries", child->size()}});

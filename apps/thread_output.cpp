@@ -1,5 +1,7 @@
 #include "apps/thread_output.hpp"
 
+#include "runtime/text.hpp"
+
 #include <boost/json.hpp>
 
 #include <ctime>
@@ -42,10 +44,7 @@ std::string text_of(const json::object& o, std::string_view key) {
 std::string one_line(std::string s, std::size_t max = 160) {
   for (char& c : s)
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  if (s.size() <= max) return s;
-  std::size_t cut = max;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return s.substr(0, cut) + "\xE2\x80\xA6";
+  return shortened(s, max);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "runtime/conversation_store.hpp"
 
+#include "runtime/text.hpp"
+
 namespace troupe {
 
 namespace json = boost::json;
@@ -39,11 +41,7 @@ std::string_view role_of(const entry& e) {
 std::string title_from(std::string_view text) {
   constexpr std::size_t max_bytes = 80;
   while (!text.empty() && (text.front() == ' ' || text.front() == '\n' || text.front() == '\t')) text.remove_prefix(1);
-  text = text.substr(0, text.find('\n'));
-  if (text.size() <= max_bytes) return std::string(text);
-  std::size_t cut = max_bytes;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
-  return std::string(text.substr(0, cut)) + "\xE2\x80\xA6";                       // …
+  return shortened(text.substr(0, text.find('\n')), max_bytes);
 }
 
 }  // namespace

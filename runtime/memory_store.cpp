@@ -36,16 +36,15 @@ stored<std::uint64_t> memory_store::append(const thread_view& t, std::uint64_t e
       it->second = t;
     }
   }
+  // Most threads belong to no conversation: their commits stop here.
+  if (!has_conversations_.load(std::memory_order_acquire)) return t.rev();
+  std::lock_guard lock(conversations_mutex_);
+  auto owner = conversation_of_thread_.find(t.id());
+  if (owner == conversation_of_thread_.end()) return t.rev();
   const conversation_touch touch = touch_from(t.slice(std::min(stored_size, t.size()), t.size()));
-  if (touch.last_message_at || touch.title) {
-    std::lock_guard lock(conversations_mutex_);
-    auto owner = conversation_of_thread_.find(t.id());
-    if (owner != conversation_of_thread_.end()) {
-      conversation& c = conversations_.at(owner->second);
-      if (touch.last_message_at) c.last_message_at = std::max(c.last_message_at, *touch.last_message_at);
-      if (touch.title && c.title.empty()) c.title = *touch.title;
-    }
-  }
+  conversation& c = conversations_.at(owner->second);
+  if (touch.last_message_at) c.last_message_at = std::max(c.last_message_at, *touch.last_message_at);
+  if (touch.title && c.title.empty()) c.title = *touch.title;
   return t.rev();
 }
 
@@ -88,6 +87,7 @@ stored<conversation> memory_store::get_or_create_conversation(const conversation
   c.created_at = c.updated_at = wall_clock_ms();
   conversation_of_thread_[c.thread_id] = c.id;
   conversations_[c.id] = c;
+  has_conversations_.store(true, std::memory_order_release);
   return c;
 }
 

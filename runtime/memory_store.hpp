@@ -8,6 +8,7 @@
 #include "runtime/thread_store.hpp"
 
 #include <array>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -44,6 +45,7 @@ class memory_store final : public thread_store, public conversation_store {
   std::mutex conversations_mutex_;
   std::map<std::string, conversation> conversations_;                  // by id
   std::unordered_map<std::string, std::string> conversation_of_thread_;  // thread id → conversation id
+  std::atomic<bool> has_conversations_{false};
   random_ids ids_;
 };
 

@@ -54,9 +54,8 @@ class postgres_store final : public thread_store, public conversation_store {
 
   static constexpr int schema_version = 1;
 
-  class lease;
-
  private:
+  class lease;
   struct waiter;
   template <class F>
   auto read(F body) -> decltype(body(nullptr));

@@ -272,6 +272,7 @@ std::optional<store_error> sqlite_store::write(const write_work& work) {
   write_job job{&work};
   std::unique_lock lock(commit_mutex_);
   queued_.push_back(&job);
+  ++stats_.in_flight;
   // Wake only when this job is done, or when it is first in line and no
   // transaction is running: a hundred waiting writers are not all woken
   // for every transaction.
@@ -287,6 +288,7 @@ std::optional<store_error> sqlite_store::write(const write_work& work) {
   lock.lock();
   ++stats_.transactions;
   stats_.commits += batch.size();
+  stats_.in_flight -= batch.size();
   leader_active_ = false;
   for (write_job* j : batch) {
     j->done = true;

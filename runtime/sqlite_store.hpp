@@ -63,6 +63,7 @@ class sqlite_store final : public thread_store, public conversation_store {
   struct commit_stats {
     std::uint64_t transactions = 0;
     std::uint64_t commits = 0;
+    std::uint64_t in_flight = 0;  // commits queued or in the running transaction
   };
   commit_stats stats() const;
 
