@@ -194,15 +194,15 @@ class stepper {
     state_.call_id = ids_.next("call");
     clear_stream();
     const std::string& system_prompt =
-        state_.overrides.system_prompt ? *state_.overrides.system_prompt : config_.system_prompt;
-    const context_policy policy = resolve_policy(config_.context, state_.context, state_.overrides.context);
+        state_.overrides->system_prompt ? *state_.overrides->system_prompt : config_.system_prompt;
+    const context_policy policy = resolve_policy(config_.context, *state_.context, state_.overrides->context);
     auto units = std::make_shared<unit_cache>();
     projection context = project(thread_, policy, entries_, system_prompt, state_.projection.value.get(), units.get());
     state_.projection.value = std::move(units);
     maybe_summarize(context.meta);
-    directives_.push_back(llm_stream{state_.call_id, state_.overrides.model.value_or(config_.model),
+    directives_.push_back(llm_stream{state_.call_id, state_.overrides->model.value_or(config_.model),
                                      std::move(context.messages), config_.tools,
-                                     generation_params::overlay(config_.params, state_.overrides.params),
+                                     generation_params::overlay(config_.params, state_.overrides->params),
                                      state_.request_id, state_.iteration, context.meta});
   }
 
@@ -221,7 +221,7 @@ class stepper {
     for (const entry& e : thread_.slice(from, to)) transcript += transcript_line(e);
     summarize s;
     s.call_id = ids_.next("summary");
-    s.model = config_.summary_model.empty() ? state_.overrides.model.value_or(config_.model) : config_.summary_model;
+    s.model = config_.summary_model.empty() ? state_.overrides->model.value_or(config_.model) : config_.summary_model;
     const std::string prompt = config_.summary_prompt.empty() ? std::string(default_summary_prompt) : config_.summary_prompt;
     s.messages = {llm_message{"system", prompt, {}, {}, {}}, llm_message{"user", transcript, {}, {}, {}}};
     s.from_seq = 0;
@@ -293,7 +293,7 @@ class stepper {
   }
 
   int max_iterations() const {
-    return std::max(1, state_.overrides.max_iterations.value_or(config_.max_iterations));
+    return std::max(1, state_.overrides->max_iterations.value_or(config_.max_iterations));
   }
 
   std::string unknown_tool_message(const std::string& name) const {

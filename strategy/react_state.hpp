@@ -10,6 +10,7 @@
 #include "signals/tool_result.hpp"
 #include "signals/token_usage.hpp"
 #include "strategy/projection.hpp"
+#include "strategy/shared_value.hpp"
 
 #include <boost/json/value.hpp>
 
@@ -52,20 +53,20 @@ struct react_state {
 
   // The current (or last) request.
   std::string request_id;
-  query_overrides overrides;
+  shared_value<query_overrides> overrides;
   std::int64_t request_started_at = 0;
   int iteration = 0;
   std::string call_id;  // the model call in flight, or the last one
   std::string streamed_text;      // deltas of the current call, not committed
   std::string streamed_thinking;
   std::vector<pending_tool_call> tool_calls;  // of the current iteration, in call order
-  std::optional<error_info> error;            // why the last request failed
+  shared_optional<error_info> error;          // why the last request failed
 
   token_usage request_usage;
   token_usage thread_usage;  // the session total over every request
 
   // The agent's own changes to its context policy (below a request's).
-  context_overrides context;
+  shared_value<context_overrides> context;
   // A summary being written (its model call), and the seq it will cover up to.
   std::string summary_call_id;
   std::uint64_t summary_to_seq = 0;

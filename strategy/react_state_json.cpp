@@ -29,7 +29,7 @@ json::value to_json(const react_state& s) {
   }
   json::object o{{"status", to_string(s.status)},
                  {"request_id", s.request_id},
-                 {"overrides", to_json(s.overrides)},
+                 {"overrides", to_json(*s.overrides)},
                  {"request_started_at", s.request_started_at},
                  {"iteration", s.iteration},
                  {"call_id", s.call_id},
@@ -39,7 +39,7 @@ json::value to_json(const react_state& s) {
                  {"request_usage", to_json(s.request_usage)},
                  {"thread_usage", to_json(s.thread_usage)}};
   if (s.error) o["error"] = to_json(*s.error);
-  if (!s.context.empty()) o["context"] = to_json(s.context);
+  if (!s.context->empty()) o["context"] = to_json(*s.context);
   if (!s.summary_call_id.empty()) {
     o["summary_call_id"] = s.summary_call_id;
     o["summary_to_seq"] = s.summary_to_seq;

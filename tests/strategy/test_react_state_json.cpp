@@ -69,12 +69,15 @@ TEST_CASE("decoding a machine state names the bad field") {
 
 TEST_CASE("the agent's context overrides and a summary in flight survive the round trip") {
   react_state s;
-  s.context.keep_last_turns = 4;
-  s.context.summarize = true;
+  context_overrides own;
+  own.keep_last_turns = 4;
+  own.summarize = true;
+  s.context = own;
   s.summary_call_id = "summary-1";
   s.summary_to_seq = 17;
   const react_state back = round_trip(s);
   CHECK(back.context == s.context);
+  CHECK(back.context->keep_last_turns == 4);
   CHECK(back.summary_call_id == "summary-1");
   CHECK(back.summary_to_seq == 17);
   json::value bad = to_json(s);
