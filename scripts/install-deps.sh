@@ -10,7 +10,7 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev
   libcaf-dev libvalijson-dev libcli11-dev
   libcurl4-openssl-dev ca-certificates libedit-dev libsqlite3-dev libpq-dev
-  catch2 libbenchmark-dev
+  catch2 libbenchmark-dev libjemalloc-dev
   "$@"
 )
 
