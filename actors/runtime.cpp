@@ -195,8 +195,10 @@ const caf::actor& runtime::impl::broker_for(const std::string& agent_id) const {
 }
 
 request runtime::impl::ask(const std::string& agent_id, std::string question, ask_options options) {
+  // One id source per calling thread: no shared counter on every ask.
+  thread_local random_ids request_ids;
   auto s = std::make_shared<request::state>();
-  s->id = options.request_id.empty() ? random_ids().next("req") : std::move(options.request_id);
+  s->id = options.request_id.empty() ? request_ids.next("req") : std::move(options.request_id);
   s->agent_id = agent_id;
   s->on_event = std::move(options.on_event);
   s->on_reply = std::move(options.on_reply);

@@ -18,9 +18,11 @@ namespace {
 // entries and the directives, and hands them back as a step_result.
 class stepper {
  public:
-  stepper(const react_config& config, react_state state, const thread_view& thread,
+  // The state is copied once, here: the step returns its successor and
+  // leaves the caller's as it was (a failed commit keeps the old one).
+  stepper(const react_config& config, const react_state& state, const thread_view& thread,
           std::int64_t now_ms, id_source& ids)
-      : config_(config), state_(std::move(state)), thread_(thread), now_ms_(now_ms), ids_(ids) {}
+      : config_(config), state_(state), thread_(thread), now_ms_(now_ms), ids_(ids) {}
 
   step_result run(const signal& input) && {
     std::visit([this](const auto& s) { on(s); }, input);
@@ -318,9 +320,9 @@ class stepper {
 
 }  // namespace
 
-step_result step(const react_config& config, react_state state, const thread_view& thread,
+step_result step(const react_config& config, const react_state& state, const thread_view& thread,
                  const signal& input, std::int64_t now_ms, id_source& ids) {
-  return stepper(config, std::move(state), thread, now_ms, ids).run(input);
+  return stepper(config, state, thread, now_ms, ids).run(input);
 }
 
 }  // namespace troupe
