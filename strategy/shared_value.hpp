@@ -7,7 +7,6 @@
 // value, like the members they replace.
 
 #include <memory>
-#include <optional>
 #include <utility>
 
 namespace troupe {
@@ -44,7 +43,6 @@ template <class T>
 class shared_optional {
  public:
   shared_optional() = default;
-  shared_optional(std::nullopt_t) {}  // NOLINT
   shared_optional(T v) : value_(std::make_shared<const T>(std::move(v))) {}  // NOLINT
 
   shared_optional& operator=(T v) {
