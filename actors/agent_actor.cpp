@@ -373,7 +373,7 @@ class agent_logic {
     auto it = st_.requests.find(r.request_id);
     if (it != st_.requests.end()) {
       if (st_.stopping && !r.ok() && std::get<error_info>(r.outcome).type == error_type::cancelled)
-        r.outcome = error_info{"shutdown", "the agent stopped before the request finished", {}, 0, {}};
+        r.outcome = error_info::of(error_type::shutdown, "the agent stopped before the request finished");
       const telemetry_kind kind =
           r.ok() ? telemetry_kind::request_completed
                  : std::get<error_info>(r.outcome).type == error_type::cancelled
@@ -407,7 +407,7 @@ class agent_logic {
   }
 
   static reply refused(const std::string& request_id, std::string type, std::string message) {
-    return reply{request_id, error_info{std::move(type), std::move(message), {}, 0, {}}, {}, 0};
+    return reply{request_id, error_info::of(std::move(type), std::move(message)), {}, 0};
   }
 
   // The executors this agent uses, monitored so that a crash fails what they ran.

@@ -2,7 +2,7 @@
 // What an agent is made from. Plain data: build one, hand it to
 // runtime::spawn_agent, and the supervisor keeps it to restart the agent.
 
-#include "runtime/llm_provider.hpp"
+#include "runtime/llm/llm_provider.hpp"
 #include "signals/generation_params.hpp"
 #include "strategy/context_policy.hpp"
 

@@ -51,7 +51,7 @@ caf::behavior llm_executor(llm_executor_self* self, std::shared_ptr<runtime_cont
           call = provider->stream(request, std::move(callbacks));
         } catch (const std::exception& e) {
           self->send(agent, signal_atom::value, thread_id,
-                     signal{llm_result{call_id, error_info{"provider_failed", e.what(), {}, 1, {}}}});
+                     signal{llm_result{call_id, error_info::of(error_type::provider_failed, e.what(), 1)}});
           return;
         }
         std::lock_guard lock(state->mutex);

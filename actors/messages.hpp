@@ -6,7 +6,7 @@
 #include "actors/agent_spec.hpp"
 #include "actors/stream_event.hpp"
 #include "directives/directive.hpp"
-#include "runtime/llm_provider.hpp"
+#include "runtime/llm/llm_provider.hpp"
 #include "signals/signal.hpp"
 #include "strategy/react_config.hpp"
 #include "strategy/thread.hpp"

@@ -3,7 +3,7 @@
 #include "actors/agent_actor.hpp"
 #include "actors/runtime_impl.hpp"
 #include "actors/supervisor.hpp"
-#include "runtime/memory_store.hpp"
+#include "runtime/store/memory_store.hpp"
 #include "runtime/random_ids.hpp"
 
 #include <condition_variable>
@@ -70,7 +70,7 @@ struct broker_state {
 using broker_self = caf::stateful_actor<broker_state>;
 
 reply failed(const std::string& request_id, std::string type, std::string message) {
-  return reply{request_id, error_info{std::move(type), std::move(message), {}, 0, {}}, {}, 0};
+  return reply{request_id, error_info::of(std::move(type), std::move(message)), {}, 0};
 }
 
 using agent_down_atom = caf::atom_constant<caf::atom("agentdown")>;

@@ -12,9 +12,9 @@
 #include "actors/agent_spec.hpp"
 #include "actors/stream_event.hpp"
 #include "directives/reply.hpp"
-#include "runtime/telemetry.hpp"
-#include "runtime/thread_store.hpp"
-#include "runtime/tool_registry.hpp"
+#include "runtime/telemetry/telemetry.hpp"
+#include "runtime/store/thread_store.hpp"
+#include "runtime/tools/tool_registry.hpp"
 #include "signals/query.hpp"
 #include "strategy/thread.hpp"
 

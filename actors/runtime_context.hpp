@@ -4,10 +4,10 @@
 // the runtime facade; every actor holds a shared pointer to it.
 
 #include "actors/messages.hpp"
-#include "runtime/telemetry.hpp"
-#include "runtime/thread_store.hpp"
-#include "runtime/tool_registry.hpp"
-#include "runtime/worker_pool.hpp"
+#include "runtime/telemetry/telemetry.hpp"
+#include "runtime/store/thread_store.hpp"
+#include "runtime/tools/tool_registry.hpp"
+#include "runtime/tools/worker_pool.hpp"
 
 #include <atomic>
 #include <chrono>

@@ -47,9 +47,7 @@ class tool_logic {
       // The registry changed since the agent was configured.
       self_->send(agent, signal_atom::value, thread_id,
                   signal{tool_result{exec.call_id, exec.tool_call_id, exec.tool_name,
-                                     error_info{error_type::unknown_tool,
-                                                "the tool \"" + exec.tool_name + "\" is no longer registered",
-                                                {}, 0, {}}}});
+                                     error_info::of(error_type::unknown_tool, "the tool \"" + exec.tool_name + "\" is no longer registered")}});
       return;
     }
     const auto timeout = exec.timeout_ms > 0 ? std::chrono::milliseconds(exec.timeout_ms)
@@ -80,8 +78,7 @@ class tool_logic {
     };
     if (!st_.ctx->workers->submit(std::move(job)))
       finish(key, r.attempt,
-             tool_attempt{error_info{"overloaded", "every tool worker is busy and the queue is full",
-                                     {}, r.attempt, {}},
+             tool_attempt{error_info::of(error_type::overloaded, "every tool worker is busy and the queue is full", r.attempt),
                           true});
   }
 
@@ -120,9 +117,7 @@ class tool_logic {
     });
     self_->send(r.agent, signal_atom::value, r.thread_id,
                 signal{tool_result{r.exec.call_id, r.exec.tool_call_id, r.exec.tool_name,
-                                   error_info{error_type::timeout,
-                                              "the tool did not finish within " + std::to_string(ms) + " ms",
-                                              {}, r.attempt, {}}}});
+                                   error_info::of(error_type::timeout, "the tool did not finish within " + std::to_string(ms) + " ms", r.attempt)}});
     st_.running.erase(it);
   }
 

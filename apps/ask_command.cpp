@@ -46,7 +46,7 @@ int run_ask(const model_options& o, const std::string& question, bool as_json) {
     r.cancel("the question took longer than --timeout");
     got = r.await(std::chrono::seconds(10));
   }
-  const reply result = got ? *got : reply{r.id(), error_info{"timeout", "no answer within the time limit", {}, 0, {}}, {}, 0};
+  const reply result = got ? *got : reply{r.id(), error_info::of(error_type::timeout, "no answer within the time limit"), {}, 0};
 
   if (as_json) {
     const std::string& thread_id = s.thread_id;

@@ -2,7 +2,7 @@
 // The troupe subcommands. Each returns the process's exit code: 0 done,
 // 1 the request failed, 2 a usage error.
 
-#include "actors/simulation.hpp"
+#include "apps/simulation.hpp"
 #include "apps/model_options.hpp"
 
 #include <string>

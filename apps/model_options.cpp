@@ -1,12 +1,12 @@
 #include "apps/model_options.hpp"
 
-#include "runtime/builtin_tools.hpp"
-#include "runtime/http_llm_provider.hpp"
-#include "runtime/memory_store.hpp"
-#include "runtime/postgres_store.hpp"
+#include "runtime/tools/builtin_tools.hpp"
+#include "runtime/llm/http_llm_provider.hpp"
+#include "runtime/store/memory_store.hpp"
+#include "runtime/store/postgres/postgres_store.hpp"
 #include "runtime/random_ids.hpp"
-#include "runtime/sqlite_store.hpp"
-#include "runtime/scripted_provider.hpp"
+#include "runtime/store/sqlite/sqlite_store.hpp"
+#include "runtime/llm/scripted_provider.hpp"
 
 #include <boost/json.hpp>
 

@@ -3,7 +3,7 @@
 // to: a provider, a model name and an agent spec.
 
 #include "actors/runtime.hpp"
-#include "runtime/conversation_store.hpp"
+#include "runtime/store/conversation_store.hpp"
 #include "strategy/context_policy.hpp"
 
 #include <CLI/CLI.hpp>

@@ -3,7 +3,7 @@
 // shape shared by `ask --json`, `threads show --json` and `conversations
 // trace --json`, and one line per entry for people.
 
-#include "runtime/conversation_store.hpp"
+#include "runtime/store/conversation_store.hpp"
 
 #include <boost/json/array.hpp>
 

@@ -6,7 +6,7 @@
 //
 //   build/bench/concurrent_streams [--streams 1000]
 
-#include "runtime/http_llm_provider.hpp"
+#include "runtime/llm/http_llm_provider.hpp"
 #include "support/http_test_server.hpp"
 
 #include <algorithm>

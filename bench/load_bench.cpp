@@ -6,9 +6,9 @@
 //
 //   build/bench/load_bench [--turns 600] [--repeat 3]
 
-#include "actors/simulation.hpp"
+#include "apps/simulation.hpp"
 #include "bench/bench_support.hpp"
-#include "runtime/http_llm_provider.hpp"
+#include "runtime/llm/http_llm_provider.hpp"
 #include "support/http_test_server.hpp"
 
 #include <cstdio>

@@ -13,9 +13,9 @@
 //
 //   build/bench/runtime_bench [--agents-memory 100000] [--agents 10000] [--turns 5] [--repeat 5]
 
-#include "actors/simulation.hpp"
+#include "apps/simulation.hpp"
 #include "bench/bench_support.hpp"
-#include "runtime/scripted_provider.hpp"
+#include "runtime/llm/scripted_provider.hpp"
 
 #include <caf/all.hpp>
 

@@ -4,7 +4,7 @@
 // and nothing else changes.
 
 #include "actors/runtime.hpp"
-#include "runtime/scripted_provider.hpp"
+#include "runtime/llm/scripted_provider.hpp"
 #include "signals/overloaded.hpp"
 
 #include <boost/json.hpp>

@@ -35,11 +35,11 @@ tool_outcome run_tool(const std::string& name, const json::object& args) {
   const json::value* a = args.if_contains("a");
   const json::value* b = args.if_contains("b");
   if (!a || !b || !a->is_number() || !b->is_number())
-    return error_info{error_type::invalid_arguments, "a and b must be numbers", {}, 0, {}};
+    return error_info::of(error_type::invalid_arguments, "a and b must be numbers");
   const double x = a->to_number<double>(), y = b->to_number<double>();
   if (name == "add") return number(x + y);
   if (name == "multiply") return number(x * y);
-  return error_info{error_type::unknown_tool, "no tool " + name, {}, 0, {}};
+  return error_info::of(error_type::unknown_tool, "no tool " + name);
 }
 
 tool_spec arithmetic_tool(const char* name, const char* description) {

@@ -26,6 +26,24 @@ inline constexpr const char* invalid_arguments = "invalid_arguments";
 inline constexpr const char* interrupted = "interrupted";
 inline constexpr const char* timeout = "timeout";
 inline constexpr const char* tool_failed = "tool_failed";
+inline constexpr const char* overloaded = "overloaded";  // also a model error
+// the runtime
+inline constexpr const char* shutdown = "shutdown";
+inline constexpr const char* queue_full = "queue_full";
+inline constexpr const char* deadline_exceeded = "deadline_exceeded";
+inline constexpr const char* callback_failed = "callback_failed";
+inline constexpr const char* not_found = "not_found";
+inline constexpr const char* agent_crashed = "agent_crashed";
+inline constexpr const char* agent_stopped = "agent_stopped";
+inline constexpr const char* agent_failed = "agent_failed";
+inline constexpr const char* executor_crashed = "executor_crashed";
+inline constexpr const char* store_failed = "store_failed";
+// model calls (see runtime/llm/llm_errors.hpp for the HTTP ones)
+inline constexpr const char* provider_failed = "provider_failed";
+inline constexpr const char* network = "network";
+inline constexpr const char* malformed_response = "malformed_response";
+inline constexpr const char* response_too_large = "response_too_large";
+inline constexpr const char* script_exhausted = "script_exhausted";
 }  // namespace error_type
 
 struct error_info {
@@ -34,6 +52,12 @@ struct error_info {
   std::optional<int> http_status;             // for errors that came over HTTP
   int attempts = 0;                           // model calls made, when retried
   std::optional<double> retry_after_seconds;  // what the server asked for
+
+  // The way to make one: error_info::of(error_type::timeout, "…"), with the
+  // number of attempts when the failing call was tried more than once.
+  static error_info of(std::string type, std::string message, int attempts = 0) {
+    return error_info{std::move(type), std::move(message), std::nullopt, attempts, std::nullopt};
+  }
 
   friend bool operator==(const error_info&, const error_info&) = default;
 };

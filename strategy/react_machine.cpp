@@ -93,13 +93,11 @@ class stepper {
       for (pending_tool_call& p : state_.tool_calls) {
         if (p.outcome) continue;
         directives_.push_back(cancel_call{state_.call_id, p.call.id});
-        p.outcome = error_info{error_type::interrupted,
-                               "the request was cancelled before the tool finished", {}, 0, {}};
+        p.outcome = error_info::of(error_type::interrupted, "the request was cancelled before the tool finished");
       }
       commit_tool_results();
     }
-    end_with_error(error_info{error_type::cancelled,
-                              c.reason.empty() ? "the request was cancelled" : c.reason, {}, 0, {}});
+    end_with_error(error_info::of(error_type::cancelled, c.reason.empty() ? "the request was cancelled" : c.reason));
   }
 
   void on_completion(const llm_completion& c) {
@@ -148,11 +146,9 @@ class stepper {
       commit(entry_kind::tool_call, std::move(payload), refs(state_.call_id, p.call.id));
 
       if (!find_tool(config_.tools, p.call.name)) {
-        p.outcome = error_info{error_type::unknown_tool, unknown_tool_message(p.call.name), {}, 0, {}};
+        p.outcome = error_info::of(error_type::unknown_tool, unknown_tool_message(p.call.name));
       } else if (p.call.invalid_arguments) {
-        p.outcome = error_info{error_type::invalid_arguments,
-                               "the arguments are not a JSON object: " + *p.call.invalid_arguments,
-                               {}, 0, {}};
+        p.outcome = error_info::of(error_type::invalid_arguments, "the arguments are not a JSON object: " + *p.call.invalid_arguments);
       } else {
         directives_.push_back(tool_exec{state_.call_id, p.call.id, p.call.name, p.call.arguments,
                                         config_.tool_timeout_ms, state_.request_id,
@@ -169,10 +165,8 @@ class stepper {
       return;
     commit_tool_results();
     if (state_.iteration >= max_iterations()) {
-      end_with_error(error_info{error_type::max_iterations,
-                                "stopped after " + std::to_string(state_.iteration) +
-                                    " iterations without a final answer",
-                                {}, 0, {}});
+      end_with_error(error_info::of(error_type::max_iterations, "stopped after " + std::to_string(state_.iteration) +
+                                    " iterations without a final answer"));
       return;
     }
     ++state_.iteration;

@@ -22,8 +22,7 @@ std::vector<entry_draft> interrupted_tool_results(const thread_view& t) {
   for (const entry* call : t.of_kind(entry_kind::tool_call)) {
     if (answered.count(key_of(*call))) continue;
     boost::json::object payload{{"name", call->payload.contains("name") ? call->payload.at("name") : ""}};
-    put_tool_outcome(payload, error_info{error_type::interrupted,
-                                         "the agent stopped before the tool finished", {}, 0, {}});
+    put_tool_outcome(payload, error_info::of(error_type::interrupted, "the agent stopped before the tool finished"));
     out.push_back(entry_draft{std::string(entry_kind::tool_result), std::move(payload), call->refs});
   }
   return out;

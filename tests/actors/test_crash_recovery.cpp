@@ -1,7 +1,7 @@
 // Kills a process running an agent on a SQLite file with SIGKILL at random
 // moments, again and again, and checks after each kill what the file holds.
 
-#include "runtime/sqlite_store.hpp"
+#include "runtime/store/sqlite/sqlite_store.hpp"
 #include "support/catch_decoded.hpp"
 
 #include <catch2/catch.hpp>

@@ -3,7 +3,7 @@
 #include "support/runtime_harness.hpp"
 
 #include "actors/runtime_impl.hpp"
-#include "runtime/memory_store.hpp"
+#include "runtime/store/memory_store.hpp"
 #include "support/catch_decoded.hpp"
 
 #include <atomic>

@@ -36,7 +36,7 @@ TEST_CASE("every directive serialises to JSON with its type and fields") {
     CHECK(ok.at("usage").at("output_tokens") == 2);
     CHECK(!ok.as_object().contains("error"));
     const json::value err =
-        to_json(directive{reply{"r1", error_info{"timeout", "slow", {}, 3, {}}, {}, 2}});
+        to_json(directive{reply{"r1", error_info::of(error_type::timeout, "slow", 3), {}, 2}});
     CHECK(err.at("error").at("type") == "timeout");
     CHECK(err.at("error").at("attempts") == 3);
     CHECK(!err.as_object().contains("answer"));

@@ -1,5 +1,5 @@
-#include "runtime/builtin_tools.hpp"
-#include "runtime/tool_registry.hpp"
+#include "runtime/tools/builtin_tools.hpp"
+#include "runtime/tools/tool_registry.hpp"
 
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>

@@ -1,7 +1,7 @@
 // The HTTP model provider against a local server that replays recorded
 // streams, cut into chunks, answers with HTTP errors and counts retries.
 
-#include "runtime/http_llm_provider.hpp"
+#include "runtime/llm/http_llm_provider.hpp"
 #include "support/http_test_server.hpp"
 #include "support/llm_call_probe.hpp"
 

@@ -1,4 +1,4 @@
-#include "runtime/scripted_provider.hpp"
+#include "runtime/llm/scripted_provider.hpp"
 
 #include <catch2/catch.hpp>
 

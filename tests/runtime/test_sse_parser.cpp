@@ -1,4 +1,4 @@
-#include "runtime/sse_parser.hpp"
+#include "runtime/llm/wire/sse_parser.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "runtime/tool_registry.hpp"
+#include "runtime/tools/tool_registry.hpp"
 
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>

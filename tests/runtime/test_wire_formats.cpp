@@ -2,9 +2,9 @@
 // (fed whole and in random pieces), non-streaming responses, and the typed
 // errors and retry delays of failed calls.
 
-#include "runtime/anthropic_format.hpp"
-#include "runtime/llm_errors.hpp"
-#include "runtime/openai_format.hpp"
+#include "runtime/llm/wire/anthropic_format.hpp"
+#include "runtime/llm/llm_errors.hpp"
+#include "runtime/llm/wire/openai_format.hpp"
 
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>

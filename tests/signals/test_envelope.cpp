@@ -27,7 +27,7 @@ std::vector<signal> one_of_each() {
       llm_result{"c3", error_info{"rate_limited", "slow down", 429, 4, 2.5}},
       tool_result{"c2", "t1", "search", json::parse(R"({"hits":[1,2],"next":null})")},
       tool_result{"c2", "t3", "noop", json::value(nullptr)},
-      tool_result{"c2", "t2", "calc", error_info{"invalid_arguments", "bad", {}, 0, {}}},
+      tool_result{"c2", "t2", "calc", error_info::of(error_type::invalid_arguments, "bad")},
       cancel{"r1", "user left"},
   };
 }
@@ -146,7 +146,7 @@ TEST_CASE("bad envelopes give a typed error that names the field") {
     CHECK(error_of(v).field == "data.result");
   }
   SECTION("an error without a type") {
-    json::value v = envelope_json(llm_result{"c", error_info{"server", "x", {}, 0, {}}});
+    json::value v = envelope_json(llm_result{"c", error_info::of("server", "x")});
     v.as_object()["data"].as_object()["error"].as_object().erase("type");
     CHECK(error_of(v).field == "data.error.type");
   }

@@ -83,7 +83,7 @@ class fuzzer {
         const pending_tool_call& p = s.tool_calls[pick(static_cast<int>(s.tool_calls.size()))];
         if (pick(3) == 0)
           return tool_result{s.call_id, p.call.id, p.call.name,
-                             error_info{"tool_failed", "it broke", {}, 0, {}}};
+                             error_info::of(error_type::tool_failed, "it broke")};
         return tool_result{s.call_id, p.call.id, p.call.name, json::value(pick(100))};
       }
       default:

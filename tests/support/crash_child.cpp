@@ -6,8 +6,8 @@
 //   troupe_crash_child DB_PATH
 
 #include "actors/runtime.hpp"
-#include "runtime/scripted_provider.hpp"
-#include "runtime/sqlite_store.hpp"
+#include "runtime/llm/scripted_provider.hpp"
+#include "runtime/store/sqlite/sqlite_store.hpp"
 
 #include <boost/json.hpp>
 

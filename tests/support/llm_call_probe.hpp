@@ -2,7 +2,7 @@
 // Collects what a model call delivers (deltas, then the result) and lets a
 // test wait for it.
 
-#include "runtime/llm_provider.hpp"
+#include "runtime/llm/llm_provider.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -4,7 +4,7 @@
 // builders and reply accessors.
 
 #include "actors/runtime.hpp"
-#include "runtime/scripted_provider.hpp"
+#include "runtime/llm/scripted_provider.hpp"
 
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>

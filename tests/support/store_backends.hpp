@@ -6,9 +6,9 @@
 // scripts/with-postgres.sh); each backend gets its own schema, dropped at
 // the end. Without a server, `ready()` is false and says why.
 
-#include "runtime/memory_store.hpp"
-#include "runtime/postgres_store.hpp"
-#include "runtime/sqlite_store.hpp"
+#include "runtime/store/memory_store.hpp"
+#include "runtime/store/postgres/postgres_store.hpp"
+#include "runtime/store/sqlite/sqlite_store.hpp"
 
 #include <libpq-fe.h>
 

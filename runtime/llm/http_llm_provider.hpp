@@ -1,0 +1,66 @@
+#pragma once
+// A model provider over HTTP: the OpenAI chat-completions format (OpenAI,
+// llama.cpp server, vLLM, Ollama, OpenRouter, …) or Anthropic's Messages.
+//
+// Failed attempts are typed from the status and the body; rate_limited,
+// overloaded, server and network errors are retried with backoff
+// and jitter, honouring Retry-After, as long as nothing was streamed to the
+// caller yet (a retry must never repeat text). The error that ends a call
+// says how many attempts were made. The API key goes into the request's
+// header only: it never appears in an error, a log or a result.
+
+#include "runtime/net/http_client.hpp"
+#include "runtime/llm/llm_errors.hpp"
+#include "runtime/llm/llm_provider.hpp"
+#include "runtime/net/timer_queue.hpp"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <unordered_set>
+#include <string>
+
+namespace troupe {
+
+enum class wire_format { openai, anthropic };
+
+struct http_provider_options {
+  wire_format format = wire_format::openai;
+  std::string base_url;  // e.g. https://api.openai.com/v1, https://api.anthropic.com
+  std::string api_key;   // may be empty for local servers
+  bool stream = true;
+  llm_retry_policy retry;
+  std::chrono::milliseconds connect_timeout{10'000};
+  std::chrono::milliseconds first_byte_timeout{60'000};
+  std::chrono::milliseconds idle_timeout{60'000};
+  std::chrono::milliseconds total_timeout{600'000};
+  std::string anthropic_version = "2023-06-01";
+};
+
+class http_llm_provider final : public llm_provider {
+ public:
+  // `client` may be shared by several providers: one I/O thread for all.
+  http_llm_provider(http_provider_options options, std::shared_ptr<http_client> client);
+  ~http_llm_provider() override;
+
+  std::string_view name() const override;
+  std::unique_ptr<llm_call> stream(const llm_stream& request, llm_callbacks callbacks) override;
+  std::size_t retries() const override { return retries_.load(std::memory_order_relaxed); }
+
+  struct call_state;
+
+ private:
+  void attempt(const std::shared_ptr<call_state>& call);
+  void finish_attempt(const std::shared_ptr<call_state>& call, std::optional<error_info> transport_error);
+
+  http_provider_options options_;
+  std::shared_ptr<http_client> client_;
+  timer_queue timers_;
+  std::atomic<std::size_t> retries_{0};
+  // Calls not finished yet: cancelled when the provider goes, so that no
+  // callback reaches a destroyed provider.
+  std::mutex live_mutex_;
+  std::unordered_set<std::shared_ptr<call_state>> live_;
+};
+
+}  // namespace troupe

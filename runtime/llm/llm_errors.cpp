@@ -1,0 +1,156 @@
+#include "runtime/llm/llm_errors.hpp"
+
+#include <boost/json/parse.hpp>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <string>
+
+namespace troupe {
+
+namespace json = boost::json;
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+std::string_view string_at(const json::object& o, std::string_view key) {
+  if (const auto* v = o.if_contains(key))
+    if (const auto* s = v->if_string()) return *s;
+  return {};
+}
+
+// The error object of a body in either provider's shape, or null.
+const json::object* error_object(const json::value& body) {
+  if (const auto* o = body.if_object())
+    if (const auto* e = o->if_contains("error"))
+      if (const auto* eo = e->if_object()) return eo;
+  return nullptr;
+}
+
+bool mentions_context_length(const json::object& e) {
+  const std::string text = lower(std::string(string_at(e, "code")) + " " + std::string(string_at(e, "message")));
+  return text.find("context_length_exceeded") != std::string::npos ||
+         text.find("context length") != std::string::npos ||
+         text.find("prompt is too long") != std::string::npos ||
+         text.find("maximum context") != std::string::npos;
+}
+
+}  // namespace
+
+// Not timeout: a model that was too slow once is likely to be again, and a
+// retry would pay for the whole generation twice.
+bool is_retryable(std::string_view type) {
+  return type == "rate_limited" || type == "overloaded" || type == "server" || type == "network";
+}
+
+error_info classify_http_error(int status, std::string_view body, std::string_view retry_after,
+                               std::int64_t now_ms) {
+  error_info e;
+  e.http_status = status;
+  e.attempts = 1;
+  if (status == 401) e.type = "auth";
+  else if (status == 403) e.type = "permission";
+  else if (status == 404) e.type = "not_found";
+  else if (status == 408) e.type = "timeout";
+  else if (status == 429) e.type = "rate_limited";
+  else if (status == 529) e.type = "overloaded";
+  else if (status >= 500) e.type = "server";
+  else e.type = "bad_request";
+
+  boost::system::error_code ec;
+  const json::value parsed = json::parse(body, ec);
+  const json::object* detail = ec ? nullptr : error_object(parsed);
+  if (detail) {
+    e.message = std::string(string_at(*detail, "message"));
+    const std::string_view kind = string_at(*detail, "type");
+    if (kind == "overloaded_error") e.type = "overloaded";
+    else if (kind == "rate_limit_error") e.type = "rate_limited";
+    else if (kind == "authentication_error") e.type = "auth";
+    else if (kind == "permission_error") e.type = "permission";
+    if (e.type == "bad_request" && mentions_context_length(*detail)) e.type = "context_length_exceeded";
+  }
+  if (e.message.empty()) {
+    // A body that is not JSON (a proxy's HTML page) is quoted, shortened.
+    e.message = "HTTP " + std::to_string(status);
+    if (!body.empty()) e.message += ": " + std::string(body.substr(0, 200));
+  }
+  if (!retry_after.empty()) e.retry_after_seconds = parse_retry_after(retry_after, now_ms);
+  return e;
+}
+
+error_info classify_stream_error(const json::value& error) {
+  error_info e;
+  e.type = "server";
+  e.attempts = 1;
+  const json::object* o = error.if_object();
+  if (!o) {
+    e.message = "the stream reported an error";
+    return e;
+  }
+  e.message = std::string(string_at(*o, "message"));
+  const std::string kind = lower(string_at(*o, "type")) + " " + lower(string_at(*o, "code"));
+  if (kind.find("overloaded") != std::string::npos) e.type = "overloaded";
+  else if (kind.find("rate_limit") != std::string::npos) e.type = "rate_limited";
+  else if (kind.find("invalid_request") != std::string::npos)
+    e.type = mentions_context_length(*o) ? "context_length_exceeded" : "bad_request";
+  if (e.message.empty()) e.message = "the stream reported an error";
+  return e;
+}
+
+std::optional<std::int64_t> parse_http_date(std::string_view s) {
+  // "Sun, 06 Nov 1994 08:49:37 GMT"
+  static constexpr std::array<std::string_view, 12> months{"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                           "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  if (s.size() != 29 || s[3] != ',' || s.substr(25) != " GMT") return std::nullopt;
+  auto number = [&](std::size_t at, std::size_t len) -> std::optional<int> {
+    int v = 0;
+    auto [end, ec] = std::from_chars(s.data() + at, s.data() + at + len, v);
+    if (ec != std::errc{} || end != s.data() + at + len) return std::nullopt;
+    return v;
+  };
+  const auto day = number(5, 2), year = number(12, 4), h = number(17, 2), m = number(20, 2), sec = number(23, 2);
+  const auto month = std::find(months.begin(), months.end(), s.substr(8, 3));
+  if (!day || !year || !h || !m || !sec || month == months.end()) return std::nullopt;
+  using namespace std::chrono;
+  const year_month_day ymd{std::chrono::year{*year}, std::chrono::month{unsigned(month - months.begin() + 1)},
+                           std::chrono::day{unsigned(*day)}};
+  if (!ymd.ok() || *h > 23 || *m > 59 || *sec > 60) return std::nullopt;
+  const auto t = sys_days{ymd} + hours{*h} + minutes{*m} + seconds{*sec};
+  return duration_cast<milliseconds>(t.time_since_epoch()).count();
+}
+
+std::optional<double> parse_retry_after(std::string_view header, std::int64_t now_ms) {
+  while (!header.empty() && header.front() == ' ') header.remove_prefix(1);
+  while (!header.empty() && header.back() == ' ') header.remove_suffix(1);
+  if (header.empty()) return std::nullopt;
+  double seconds = 0;
+  auto [end, ec] = std::from_chars(header.data(), header.data() + header.size(), seconds);
+  if (ec == std::errc{} && end == header.data() + header.size()) {
+    if (seconds < 0 || !std::isfinite(seconds)) return std::nullopt;
+    return seconds;
+  }
+  if (auto at = parse_http_date(header)) return std::max(0.0, static_cast<double>(*at - now_ms) / 1000.0);
+  return std::nullopt;
+}
+
+std::chrono::milliseconds retry_delay(int attempt, const llm_retry_policy& policy,
+                                      std::optional<double> retry_after_seconds, double jitter01) {
+  using std::chrono::milliseconds;
+  if (retry_after_seconds)
+    return std::min(milliseconds(static_cast<std::int64_t>(std::ceil(*retry_after_seconds * 1000))),
+                    policy.max_backoff);
+  const double ceiling = std::min(static_cast<double>(policy.max_backoff.count()),
+                                  static_cast<double>(policy.initial_backoff.count()) *
+                                      std::pow(2.0, std::max(0, attempt - 2)));
+  return milliseconds(static_cast<std::int64_t>(ceiling * std::clamp(jitter01, 0.0, 1.0)));
+}
+
+}  // namespace troupe

@@ -1,0 +1,160 @@
+#include "runtime/store/memory_store.hpp"
+
+#include "runtime/clock.hpp"
+
+#include <algorithm>
+#include <functional>
+
+namespace troupe {
+
+memory_store::shard& memory_store::shard_of(const std::string& thread_id) {
+  return shards_[std::hash<std::string>{}(thread_id) % shards_.size()];
+}
+
+stored<thread> memory_store::load(const std::string& thread_id) {
+  shard& s = shard_of(thread_id);
+  std::lock_guard lock(s.mutex);
+  auto it = s.threads.find(thread_id);
+  if (it == s.threads.end()) return store_error{"not_found", "no thread " + thread_id};
+  return thread(it->second);
+}
+
+stored<std::uint64_t> memory_store::append(const thread_view& t, std::uint64_t expected_rev) {
+  std::size_t stored_size = 0;
+  {
+    shard& s = shard_of(t.id());
+    std::lock_guard lock(s.mutex);
+    auto it = s.threads.find(t.id());
+    const std::uint64_t stored_rev = it == s.threads.end() ? 0 : it->second.rev();
+    if (stored_rev != expected_rev)
+      return store_error{"conflict", "thread " + t.id() + " is at rev " + std::to_string(stored_rev) + ", not " +
+                                         std::to_string(expected_rev)};
+    if (it == s.threads.end()) {
+      s.threads.emplace(t.id(), t);
+    } else {
+      stored_size = it->second.size();
+      it->second = t;
+    }
+  }
+  // Most threads belong to no conversation: their commits stop here.
+  if (!has_conversations_.load(std::memory_order_acquire)) return t.rev();
+  std::lock_guard lock(conversations_mutex_);
+  auto owner = conversation_of_thread_.find(t.id());
+  if (owner == conversation_of_thread_.end()) return t.rev();
+  const conversation_touch touch = touch_from(t.slice(std::min(stored_size, t.size()), t.size()));
+  conversation& c = conversations_.at(owner->second);
+  if (touch.last_message_at) c.last_message_at = std::max(c.last_message_at, *touch.last_message_at);
+  if (touch.title && c.title.empty()) c.title = *touch.title;
+  return t.rev();
+}
+
+std::vector<std::string> memory_store::list() {
+  std::vector<std::string> out;
+  for (shard& s : shards_) {
+    std::lock_guard lock(s.mutex);
+    for (const auto& [id, _] : s.threads) out.push_back(id);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool memory_store::remove(const std::string& thread_id) {
+  {
+    std::lock_guard lock(conversations_mutex_);
+    auto owner = conversation_of_thread_.find(thread_id);
+    if (owner != conversation_of_thread_.end()) {
+      conversations_.erase(owner->second);
+      conversation_of_thread_.erase(owner);
+    }
+  }
+  shard& s = shard_of(thread_id);
+  std::lock_guard lock(s.mutex);
+  return s.threads.erase(thread_id) > 0;
+}
+
+stored<conversation> memory_store::get_or_create_conversation(const conversation_key& key) {
+  std::lock_guard lock(conversations_mutex_);
+  for (const auto& [id, c] : conversations_)
+    if (!c.archived && c.user_id == key.user_id && c.platform == key.platform &&
+        c.platform_identifier == key.platform_identifier)
+      return c;
+  conversation c;
+  c.id = ids_.next("conv");
+  c.user_id = key.user_id;
+  c.platform = key.platform;
+  c.platform_identifier = key.platform_identifier;
+  c.thread_id = ids_.next("thread");
+  c.created_at = c.updated_at = wall_clock_ms();
+  conversation_of_thread_[c.thread_id] = c.id;
+  conversations_[c.id] = c;
+  has_conversations_.store(true, std::memory_order_release);
+  return c;
+}
+
+stored<conversation> memory_store::find_conversation(const std::string& conversation_id) {
+  std::lock_guard lock(conversations_mutex_);
+  auto it = conversations_.find(conversation_id);
+  if (it == conversations_.end()) return conversation_not_found(conversation_id);
+  return it->second;
+}
+
+stored<std::vector<entry>> memory_store::history(const std::string& conversation_id, std::size_t limit) {
+  auto c = find_conversation(conversation_id);
+  if (!c) return c.error();
+  std::vector<entry> out;
+  auto t = load(c->thread_id);
+  if (!t) return out;  // no message yet
+  const auto messages = t->of_kind(entry_kind::message);
+  const std::size_t first = messages.size() > limit ? messages.size() - limit : 0;
+  for (std::size_t i = first; i < messages.size(); ++i) out.push_back(*messages[i]);
+  return out;
+}
+
+stored<conversation_trace> memory_store::trace(const std::string& conversation_id) {
+  return trace_of(find_conversation(conversation_id), *this);
+}
+
+stored<std::vector<conversation>> memory_store::list_conversations(const std::string& user_id, std::size_t limit,
+                                                                   std::size_t offset) {
+  std::vector<conversation> out;
+  {
+    std::lock_guard lock(conversations_mutex_);
+    for (const auto& [id, c] : conversations_)
+      if (c.user_id == user_id && !c.archived) out.push_back(c);
+  }
+  std::sort(out.begin(), out.end(), [](const conversation& a, const conversation& b) {
+    if (a.last_message_at != b.last_message_at) return a.last_message_at > b.last_message_at;
+    if (a.created_at != b.created_at) return a.created_at > b.created_at;
+    return a.id < b.id;
+  });
+  out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(std::min(offset, out.size())));
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
+stored<conversation> memory_store::archive_conversation(const std::string& conversation_id) {
+  std::lock_guard lock(conversations_mutex_);
+  auto it = conversations_.find(conversation_id);
+  if (it == conversations_.end()) return conversation_not_found(conversation_id);
+  it->second.archived = true;
+  it->second.updated_at = wall_clock_ms();
+  return it->second;
+}
+
+stored<void> memory_store::delete_conversation(const std::string& conversation_id) {
+  std::string thread_id;
+  {
+    std::lock_guard lock(conversations_mutex_);
+    auto it = conversations_.find(conversation_id);
+    if (it == conversations_.end()) return conversation_not_found(conversation_id);
+    thread_id = it->second.thread_id;
+    conversation_of_thread_.erase(thread_id);
+    conversations_.erase(it);
+  }
+  shard& s = shard_of(thread_id);
+  std::lock_guard lock(s.mutex);
+  s.threads.erase(thread_id);
+  return {};
+}
+
+}  // namespace troupe

@@ -1,0 +1,52 @@
+#pragma once
+// Threads and conversations in memory. A commit keeps an O(1) snapshot of
+// the writer's thread, so it costs a map lookup and a few shared pointers,
+// whatever the thread's length.
+
+#include "runtime/store/conversation_store.hpp"
+#include "runtime/random_ids.hpp"
+#include "runtime/store/thread_store.hpp"
+
+#include <array>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+namespace troupe {
+
+class memory_store final : public thread_store, public conversation_store {
+ public:
+  stored<thread> load(const std::string& thread_id) override;
+  stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override;
+  std::vector<std::string> list() override;
+  bool remove(const std::string& thread_id) override;
+
+  stored<conversation> get_or_create_conversation(const conversation_key& key) override;
+  stored<conversation> find_conversation(const std::string& conversation_id) override;
+  stored<std::vector<entry>> history(const std::string& conversation_id, std::size_t limit) override;
+  stored<conversation_trace> trace(const std::string& conversation_id) override;
+  stored<std::vector<conversation>> list_conversations(const std::string& user_id, std::size_t limit,
+                                                       std::size_t offset) override;
+  stored<conversation> archive_conversation(const std::string& conversation_id) override;
+  stored<void> delete_conversation(const std::string& conversation_id) override;
+
+ private:
+  // Sharded so that many agents committing at once rarely share a lock.
+  struct shard {
+    std::mutex mutex;
+    std::unordered_map<std::string, thread_view> threads;
+  };
+  shard& shard_of(const std::string& thread_id);
+  std::array<shard, 16> shards_;
+
+  // Conversations are few next to commits: one lock. Never held together
+  // with a shard's.
+  std::mutex conversations_mutex_;
+  std::map<std::string, conversation> conversations_;                  // by id
+  std::unordered_map<std::string, std::string> conversation_of_thread_;  // thread id → conversation id
+  std::atomic<bool> has_conversations_{false};
+  random_ids ids_;
+};
+
+}  // namespace troupe

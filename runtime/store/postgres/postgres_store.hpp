@@ -1,0 +1,80 @@
+#pragma once
+// Threads and conversations in PostgreSQL, for deployments that outgrow one
+// file: many processes, many writers. libpq with a pool of connections;
+// the schema is migrated on start (under an advisory lock, so that processes
+// starting together migrate once). A commit is one round trip to a stored
+// function that locks only its own thread's row, checks the expected rev and
+// inserts the new entries: writers on different threads never wait for each
+// other, and two writers on one thread can never interleave silently.
+//
+// Payloads are kept as PostgreSQL `json` (verbatim text, so entries load
+// exactly as written) and can be queried with the JSON operators.
+
+#include "runtime/store/conversation_store.hpp"
+#include "runtime/random_ids.hpp"
+#include "runtime/store/thread_store.hpp"
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+struct pg_conn;
+
+namespace troupe {
+
+struct postgres_options {
+  std::size_t pool_size = 8;  // connections at most; opened as needed
+};
+
+class postgres_store final : public thread_store, public conversation_store {
+ public:
+  using options = postgres_options;
+  // `conninfo` is anything libpq accepts: postgres://user@host:port/db?…,
+  // postgresql://…, or "host=… dbname=…". Connects and migrates; throws
+  // std::runtime_error with the server's message when it cannot.
+  explicit postgres_store(const std::string& conninfo, options o = {});
+  ~postgres_store() override;
+
+  stored<thread> load(const std::string& thread_id) override;
+  stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override;
+  std::vector<std::string> list() override;
+  bool remove(const std::string& thread_id) override;
+
+  stored<conversation> get_or_create_conversation(const conversation_key& key) override;
+  stored<conversation> find_conversation(const std::string& conversation_id) override;
+  stored<std::vector<entry>> history(const std::string& conversation_id, std::size_t limit) override;
+  stored<conversation_trace> trace(const std::string& conversation_id) override;
+  stored<std::vector<conversation>> list_conversations(const std::string& user_id, std::size_t limit,
+                                                       std::size_t offset) override;
+  stored<conversation> archive_conversation(const std::string& conversation_id) override;
+  stored<void> delete_conversation(const std::string& conversation_id) override;
+
+  static constexpr int schema_version = 1;
+
+ private:
+  class lease;
+  struct waiter;
+  template <class F>
+  auto read(F body) -> decltype(body(nullptr));
+  pg_conn* checkout(std::string& why);
+  void checkin(pg_conn* c);
+  void discard(pg_conn* c);  // closes a broken connection and frees its slot
+
+  std::string conninfo_;
+  options options_;
+  std::mutex pool_mutex_;
+  std::vector<pg_conn*> idle_;
+  std::deque<waiter*> waiters_;
+  std::size_t open_ = 0;
+
+  std::mutex ids_mutex_;
+  random_ids ids_;
+};
+
+// True for the URIs this store takes (postgres:// and postgresql://).
+bool is_postgres_uri(const std::string& uri);
+
+}  // namespace troupe

@@ -1,0 +1,101 @@
+#pragma once
+// Threads and conversations in a SQLite file: the embedded default. WAL
+// journal, a busy timeout, a versioned schema migrated when the file is
+// opened.
+//
+// One writer connection per store, with group commit: a commit queues its
+// work; the first committer to find no commit running becomes the leader and
+// runs everything queued in one transaction (each piece in its own
+// savepoint, so one writer's conflict does not undo another's entries), then
+// wakes the others. Under load, N concurrent commits cost one fsync-bound
+// transaction instead of N. Reads use a pool of reader connections, which
+// WAL lets run beside the writer.
+//
+// A commit writes only the entries the stored thread does not have yet,
+// after checking the expected rev inside the transaction: two writers can
+// never interleave silently.
+
+#include "runtime/store/conversation_store.hpp"
+#include "runtime/random_ids.hpp"
+#include "runtime/store/thread_store.hpp"
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+struct sqlite_options {
+  // false (the default): in WAL mode a commit survives a killed process but
+  // is not synced to disk one by one, so a power loss can take back the last
+  // commits. true: every transaction is fsynced before its commits return;
+  // group commit then shares one fsync among all the commits it carries.
+  bool sync_every_commit = false;
+};
+
+class sqlite_store final : public thread_store, public conversation_store {
+ public:
+  // Opens (creating if needed) the database at `path`; throws
+  // std::runtime_error with SQLite's message when it cannot.
+  explicit sqlite_store(const std::string& path, sqlite_options options = {});
+  ~sqlite_store() override;
+
+  stored<thread> load(const std::string& thread_id) override;
+  stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override;
+  std::vector<std::string> list() override;
+  bool remove(const std::string& thread_id) override;
+
+  stored<conversation> get_or_create_conversation(const conversation_key& key) override;
+  stored<conversation> find_conversation(const std::string& conversation_id) override;
+  stored<std::vector<entry>> history(const std::string& conversation_id, std::size_t limit) override;
+  stored<conversation_trace> trace(const std::string& conversation_id) override;
+  stored<std::vector<conversation>> list_conversations(const std::string& user_id, std::size_t limit,
+                                                       std::size_t offset) override;
+  stored<conversation> archive_conversation(const std::string& conversation_id) override;
+  stored<void> delete_conversation(const std::string& conversation_id) override;
+
+  // Transactions the writer has committed, and commits they carried: their
+  // ratio is the group commit's batching.
+  struct commit_stats {
+    std::uint64_t transactions = 0;
+    std::uint64_t commits = 0;
+    std::uint64_t in_flight = 0;  // commits queued or in the running transaction
+  };
+  commit_stats stats() const;
+
+  static constexpr int schema_version = 2;
+
+  class connection;
+
+ private:
+  using write_work = std::function<std::optional<store_error>(connection&)>;
+  struct write_job;
+  // Runs `work` in the next group transaction; its error, or the
+  // transaction's.
+  std::optional<store_error> write(const write_work& work);
+  void run_batch(const std::vector<write_job*>& batch);
+
+  class reader;
+  std::unique_ptr<connection> take_reader();
+  void give_back(std::unique_ptr<connection> c);
+
+  std::string path_;
+  std::unique_ptr<connection> writer_;
+
+  mutable std::mutex commit_mutex_;
+  std::vector<write_job*> queued_;  // in arrival order
+  bool leader_active_ = false;
+  commit_stats stats_;
+
+  std::mutex readers_mutex_;
+  std::vector<std::unique_ptr<connection>> idle_readers_;
+
+  std::mutex ids_mutex_;
+  random_ids ids_;
+};
+
+}  // namespace troupe

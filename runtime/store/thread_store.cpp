@@ -1,0 +1,35 @@
+#include "runtime/store/thread_store.hpp"
+
+#include <stdexcept>
+
+namespace troupe {
+
+void throw_exception_from_error(const store_error& e, const boost::source_location&) {
+  throw std::runtime_error("thread store: " + e.type + ": " + e.message);
+}
+
+stored<thread> thread_store::fork(const std::string& thread_id, std::uint64_t at_seq, const std::string& new_id,
+                                  std::int64_t now_ms) {
+  auto parent = load(thread_id);
+  if (!parent) return parent.error();
+  if (at_seq >= parent->size())
+    return store_error{"invalid", "thread " + thread_id + " has " + std::to_string(parent->size()) +
+                                      " entries; there is no seq " + std::to_string(at_seq) + " to fork at"};
+  std::vector<entry> entries;
+  entries.reserve(at_seq + 1);
+  for (const entry& e : parent->slice(0, at_seq)) entries.push_back(e);  // slice bounds are inclusive
+  boost::json::object metadata = parent->metadata();
+  metadata["forked_from"] = {{"thread_id", thread_id}, {"at_seq", at_seq}};
+  const std::int64_t last_at = entries.back().at;
+  auto child = thread::restore(new_id, at_seq + 1, now_ms, std::max(now_ms, last_at), std::move(metadata),
+                               std::move(entries));
+  if (!child) return store_error{"invalid", "fork of " + thread_id + ": " + child.error().describe()};
+  auto written = append(*child, 0);
+  if (!written) {
+    if (written.error().type == "conflict") return store_error{"conflict", "thread " + new_id + " already exists"};
+    return written.error();
+  }
+  return std::move(*child);
+}
+
+}  // namespace troupe

@@ -1,0 +1,23 @@
+#pragma once
+// Tools that come with troupe, for the command line and for programs that
+// want them:
+//   calculator    {"expression": "2 * (3 + 4.5) ^ 2"} -> {"expression", "value"}
+//                 + - * / % ^, parentheses, unary minus, decimals and
+//                 exponents; a bad expression or a division by zero is a
+//                 typed tool error the model can read.
+//   current_time  {} -> {"utc": "2026-11-21T06:45:00.123Z", "unix_ms": ...}
+
+#include "runtime/tools/tool.hpp"
+
+#include <string_view>
+
+namespace troupe {
+
+tool calculator_tool();
+tool current_time_tool();
+
+// Evaluates an arithmetic expression; throws tool_failure("invalid_expression")
+// naming the position of the problem.
+double evaluate_expression(std::string_view expression);
+
+}  // namespace troupe
