@@ -9,21 +9,25 @@
 //
 // Payloads are kept as PostgreSQL `json` (verbatim text, so entries load
 // exactly as written) and can be queried with the JSON operators.
+//
+// The pool is in connection_pool.hpp, the schema in migrations.hpp, the
+// thread part in threads.cpp and the conversation part in conversations.cpp.
 
 #include "runtime/store/conversation_store.hpp"
 #include "runtime/random_ids.hpp"
 #include "runtime/store/thread_store.hpp"
 
-#include <condition_variable>
 #include <cstddef>
-#include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
-struct pg_conn;
-
 namespace troupe {
+
+namespace postgres {
+class connection_pool;
+}  // namespace postgres
 
 struct postgres_options {
   std::size_t pool_size = 8;  // connections at most; opened as needed
@@ -55,20 +59,7 @@ class postgres_store final : public thread_store, public conversation_store {
   static constexpr int schema_version = 1;
 
  private:
-  class lease;
-  struct waiter;
-  template <class F>
-  auto read(F body) -> decltype(body(nullptr));
-  pg_conn* checkout(std::string& why);
-  void checkin(pg_conn* c);
-  void discard(pg_conn* c);  // closes a broken connection and frees its slot
-
-  std::string conninfo_;
-  options options_;
-  std::mutex pool_mutex_;
-  std::vector<pg_conn*> idle_;
-  std::deque<waiter*> waiters_;
-  std::size_t open_ = 0;
+  std::unique_ptr<postgres::connection_pool> pool_;
 
   std::mutex ids_mutex_;
   random_ids ids_;

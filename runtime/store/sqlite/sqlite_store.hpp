@@ -1,26 +1,23 @@
 #pragma once
 // Threads and conversations in a SQLite file: the embedded default. WAL
 // journal, a busy timeout, a versioned schema migrated when the file is
-// opened.
+// opened (migrations.hpp).
 //
-// One writer connection per store, with group commit: a commit queues its
-// work; the first committer to find no commit running becomes the leader and
-// runs everything queued in one transaction (each piece in its own
-// savepoint, so one writer's conflict does not undo another's entries), then
-// wakes the others. Under load, N concurrent commits cost one fsync-bound
-// transaction instead of N. Reads use a pool of reader connections, which
-// WAL lets run beside the writer.
+// One writer connection per store, with group commit (group_commit.hpp):
+// under load, N concurrent commits cost one fsync-bound transaction instead
+// of N. Reads use a pool of reader connections (reader_pool.hpp), which WAL
+// lets run beside the writer.
 //
 // A commit writes only the entries the stored thread does not have yet,
 // after checking the expected rev inside the transaction: two writers can
-// never interleave silently.
+// never interleave silently. The thread part is in threads.cpp, the
+// conversation part in conversations.cpp.
 
 #include "runtime/store/conversation_store.hpp"
 #include "runtime/random_ids.hpp"
+#include "runtime/store/sqlite/group_commit.hpp"
 #include "runtime/store/thread_store.hpp"
 
-#include <condition_variable>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -28,6 +25,11 @@
 #include <vector>
 
 namespace troupe {
+
+namespace sqlite {
+class connection;
+class reader_pool;
+}  // namespace sqlite
 
 struct sqlite_options {
   // false (the default): in WAL mode a commit survives a killed process but
@@ -58,41 +60,19 @@ class sqlite_store final : public thread_store, public conversation_store {
   stored<conversation> archive_conversation(const std::string& conversation_id) override;
   stored<void> delete_conversation(const std::string& conversation_id) override;
 
-  // Transactions the writer has committed, and commits they carried: their
-  // ratio is the group commit's batching.
-  struct commit_stats {
-    std::uint64_t transactions = 0;
-    std::uint64_t commits = 0;
-    std::uint64_t in_flight = 0;  // commits queued or in the running transaction
-  };
+  using commit_stats = sqlite::commit_stats;
   commit_stats stats() const;
 
   static constexpr int schema_version = 2;
 
-  class connection;
-
  private:
-  using write_work = std::function<std::optional<store_error>(connection&)>;
-  struct write_job;
   // Runs `work` in the next group transaction; its error, or the
   // transaction's.
-  std::optional<store_error> write(const write_work& work);
-  void run_batch(const std::vector<write_job*>& batch);
+  std::optional<store_error> write(const sqlite::write_work& work) { return commits_.write(work); }
 
-  class reader;
-  std::unique_ptr<connection> take_reader();
-  void give_back(std::unique_ptr<connection> c);
-
-  std::string path_;
-  std::unique_ptr<connection> writer_;
-
-  mutable std::mutex commit_mutex_;
-  std::vector<write_job*> queued_;  // in arrival order
-  bool leader_active_ = false;
-  commit_stats stats_;
-
-  std::mutex readers_mutex_;
-  std::vector<std::unique_ptr<connection>> idle_readers_;
+  std::unique_ptr<sqlite::connection> writer_;
+  sqlite::group_commit commits_;
+  std::unique_ptr<sqlite::reader_pool> readers_;
 
   std::mutex ids_mutex_;
   random_ids ids_;

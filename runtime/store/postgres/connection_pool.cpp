@@ -1,0 +1,86 @@
+#include "runtime/store/postgres/connection_pool.hpp"
+
+#include "runtime/store/postgres/result.hpp"
+
+namespace troupe::postgres {
+
+connection_pool::connection_pool(std::size_t size, opener open)
+    : size_(size == 0 ? 1 : size), open_connection_(std::move(open)) {}
+
+connection_pool::~connection_pool() {
+  for (PGconn* c : idle_) PQfinish(c);
+}
+
+PGconn* connection_pool::checkout(std::string& why) {
+  std::unique_lock lock(mutex_);
+  PGconn* c = nullptr;
+  if (waiters_.empty() && !idle_.empty()) {
+    c = idle_.back();
+    idle_.pop_back();
+  } else if (waiters_.empty() && open_ < size_) {
+    ++open_;
+  } else {
+    waiter me;
+    waiters_.push_back(&me);
+    me.wake.wait(lock, [&] { return me.handed != nullptr || me.may_open; });
+    c = me.handed;  // null when handed a slot to open
+  }
+  lock.unlock();
+
+  if (c) {
+    if (PQstatus(c) == CONNECTION_OK) return c;
+    PQreset(c);
+    if (PQstatus(c) == CONNECTION_OK) return c;
+    why = trimmed_message(std::string("lost the connection to PostgreSQL: ") + PQerrorMessage(c));
+    discard(c);
+    return nullptr;
+  }
+  c = open_connection_(why);
+  if (!c) discard(nullptr);
+  return c;
+}
+
+void connection_pool::checkin(PGconn* c) {
+  if (PQstatus(c) != CONNECTION_OK) {
+    discard(c);
+    return;
+  }
+  if (PQtransactionStatus(c) != PQTRANS_IDLE) run(c, "ROLLBACK");
+  std::lock_guard lock(mutex_);
+  if (!waiters_.empty()) {
+    waiter* next = waiters_.front();
+    waiters_.pop_front();
+    next->handed = c;
+    next->wake.notify_one();
+    return;
+  }
+  idle_.push_back(c);
+}
+
+void connection_pool::discard(PGconn* c) {
+  PQfinish(c);
+  std::lock_guard lock(mutex_);
+  if (!waiters_.empty()) {  // the slot passes to the next in line, who opens a connection
+    waiter* next = waiters_.front();
+    waiters_.pop_front();
+    next->may_open = true;
+    next->wake.notify_one();
+    return;
+  }
+  --open_;
+}
+
+connection_pool::opener connect_to(std::string conninfo) {
+  return [conninfo = std::move(conninfo)](std::string& why) -> PGconn* {
+    PGconn* c = PQconnectdb(conninfo.c_str());
+    if (PQstatus(c) == CONNECTION_OK) {
+      run(c, "SET client_min_messages = warning");
+      return c;
+    }
+    why = trimmed_message(PQerrorMessage(c));
+    PQfinish(c);
+    return nullptr;
+  };
+}
+
+}  // namespace troupe::postgres

@@ -1,0 +1,142 @@
+#include "runtime/store/postgres/migrations.hpp"
+
+#include "runtime/store/postgres/result.hpp"
+
+#include <iterator>
+#include <stdexcept>
+
+namespace troupe::postgres {
+
+namespace {
+
+// Each migration takes the database from the version before it to its own.
+constexpr const char* migrations[] = {
+    R"(
+  CREATE TABLE threads (
+    id text PRIMARY KEY,
+    rev bigint NOT NULL,
+    size bigint NOT NULL,
+    created_at bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    metadata json NOT NULL
+  );
+  CREATE TABLE entries (
+    thread_id text NOT NULL,
+    seq bigint NOT NULL,
+    id text NOT NULL,
+    at bigint NOT NULL,
+    kind text NOT NULL,
+    payload json NOT NULL,
+    refs json NOT NULL,
+    PRIMARY KEY (thread_id, seq)
+  );
+  CREATE INDEX entries_messages ON entries (thread_id, seq) WHERE kind = 'message';
+  CREATE TABLE conversations (
+    id text PRIMARY KEY,
+    user_id text NOT NULL,
+    platform text NOT NULL,
+    platform_identifier text NOT NULL,
+    thread_id text NOT NULL UNIQUE,
+    title text NOT NULL,
+    metadata json NOT NULL,
+    created_at bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    last_message_at bigint NOT NULL,
+    archived boolean NOT NULL
+  );
+  CREATE UNIQUE INDEX conversations_active_key
+    ON conversations (user_id, platform, platform_identifier) WHERE NOT archived;
+  CREATE INDEX conversations_by_recency
+    ON conversations (user_id, last_message_at DESC, created_at DESC) WHERE NOT archived;
+
+  -- One commit in one round trip. Locks the thread's row only. Returns
+  -- 'ok'; 'conflict' with the stored rev; or 'resend' with the stored size
+  -- when the caller sent entries from the wrong seq.
+  CREATE FUNCTION troupe_append(p_id text, p_expected bigint, p_rev bigint, p_size bigint, p_created bigint,
+                                p_updated bigint, p_metadata json, p_first bigint, p_entries json,
+                                p_last_message_at bigint, p_title text, p_now bigint)
+  RETURNS TABLE (status text, stored_rev bigint, stored_size bigint)
+  LANGUAGE plpgsql AS $$
+  DECLARE
+    cur_rev bigint;
+    cur_size bigint;
+  BEGIN
+    SELECT t.rev, t.size INTO cur_rev, cur_size FROM threads t WHERE t.id = p_id FOR UPDATE;
+    IF NOT FOUND THEN
+      IF p_expected <> 0 THEN
+        RETURN QUERY SELECT 'conflict'::text, 0::bigint, 0::bigint;
+        RETURN;
+      END IF;
+      INSERT INTO threads AS t (id, rev, size, created_at, updated_at, metadata)
+        VALUES (p_id, 0, 0, p_created, p_updated, p_metadata) ON CONFLICT (id) DO NOTHING;
+      SELECT t.rev, t.size INTO cur_rev, cur_size FROM threads t WHERE t.id = p_id FOR UPDATE;
+    END IF;
+    IF cur_rev <> p_expected OR p_size < cur_size THEN
+      RETURN QUERY SELECT 'conflict'::text, cur_rev, cur_size;
+      RETURN;
+    END IF;
+    IF cur_size <> p_first THEN
+      RETURN QUERY SELECT 'resend'::text, cur_rev, cur_size;
+      RETURN;
+    END IF;
+    INSERT INTO entries (thread_id, seq, id, at, kind, payload, refs)
+      SELECT p_id, e.seq, e.id, e.at, e.kind, e.payload::json, e.refs::json
+      FROM json_to_recordset(p_entries) AS e(seq bigint, id text, at bigint, kind text, payload text, refs text);
+    UPDATE threads t SET rev = p_rev, size = p_size, updated_at = p_updated, metadata = p_metadata
+      WHERE t.id = p_id;
+    IF p_last_message_at IS NOT NULL OR p_title IS NOT NULL THEN
+      UPDATE conversations c
+        SET last_message_at = GREATEST(c.last_message_at, COALESCE(p_last_message_at, 0)),
+            title = CASE WHEN c.title = '' AND p_title IS NOT NULL THEN p_title ELSE c.title END,
+            updated_at = p_now
+        WHERE c.thread_id = p_id;
+    END IF;
+    RETURN QUERY SELECT 'ok'::text, p_rev, p_size;
+  END
+  $$;
+)",
+};
+static_assert(std::size(migrations) == schema_version);
+
+// Any 64-bit constant of our own: the advisory lock that serialises migrations.
+constexpr const char* migration_lock = "SELECT pg_advisory_xact_lock(7423116301)";
+
+}  // namespace
+
+void migrate(PGconn* c) {
+  auto fail = [&](const std::string& what, const result& r) {
+    const std::string message = r.error(c, what).message;
+    run(c, "ROLLBACK");
+    throw std::runtime_error(message);
+  };
+  {
+    result r = run(c, "BEGIN");
+    if (!r.ok()) fail("migrate", r);
+  }
+  for (const char* sql : {migration_lock, "CREATE TABLE IF NOT EXISTS troupe_schema (version integer NOT NULL)"}) {
+    result r = run(c, sql);
+    if (!r.ok()) fail("migrate", r);
+  }
+  int version = 0;
+  {
+    result r = run(c, "SELECT max(version) FROM troupe_schema");
+    if (!r.ok()) fail("migrate", r);
+    const std::string v = r.rows() == 1 ? r.text(0, 0) : "";
+    version = v.empty() ? 0 : std::stoi(v);
+  }
+  if (version > schema_version) {
+    run(c, "ROLLBACK");
+    throw std::runtime_error("the PostgreSQL store has schema version " + std::to_string(version) +
+                             ", newer than this troupe's " + std::to_string(schema_version));
+  }
+  for (; version < schema_version; ++version) {
+    result r(PQexec(c, migrations[version]));  // several statements: the simple query protocol
+    if (!r.ok()) fail("migrate to schema version " + std::to_string(version + 1), r);
+    result bump = run(c, "INSERT INTO troupe_schema (version) VALUES ($1)", {std::to_string(version + 1)});
+    if (!bump.ok()) fail("migrate", bump);
+  }
+  result r = run(c, "COMMIT");
+  if (!r.ok()) fail("migrate", r);
+}
+
+}  // namespace troupe::postgres

@@ -1,0 +1,78 @@
+#include "runtime/store/sqlite/migrations.hpp"
+
+#include <iterator>
+#include <stdexcept>
+
+namespace troupe::sqlite {
+
+namespace {
+
+constexpr const char* migrations[] = {
+    // 1: threads and their entries.
+    R"(
+  CREATE TABLE IF NOT EXISTS threads (
+    id TEXT PRIMARY KEY,
+    rev INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    metadata TEXT NOT NULL
+  );
+  CREATE TABLE IF NOT EXISTS entries (
+    thread_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    refs TEXT NOT NULL,
+    PRIMARY KEY (thread_id, seq)
+  ) WITHOUT ROWID;
+)",
+    // 2: conversations, and the indexes their queries use.
+    R"(
+  CREATE TABLE conversations (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    platform TEXT NOT NULL,
+    platform_identifier TEXT NOT NULL,
+    thread_id TEXT NOT NULL UNIQUE,
+    title TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    last_message_at INTEGER NOT NULL,
+    archived INTEGER NOT NULL
+  );
+  CREATE UNIQUE INDEX conversations_active_key
+    ON conversations (user_id, platform, platform_identifier) WHERE archived = 0;
+  CREATE INDEX conversations_by_recency
+    ON conversations (user_id, last_message_at DESC, created_at DESC) WHERE archived = 0;
+  CREATE INDEX entries_messages ON entries (thread_id, seq) WHERE kind = 'message';
+)",
+};
+static_assert(std::size(migrations) == schema_version);
+
+}  // namespace
+
+void migrate(connection& c, const std::string& path) {
+  int version = 0;
+  {
+    statement s(c, "PRAGMA user_version");
+    if (s && s.step() == SQLITE_ROW) version = static_cast<int>(s.int64(0));
+  }
+  if (version > schema_version)
+    throw std::runtime_error("the store " + path + " has schema version " + std::to_string(version) +
+                             ", newer than this troupe's " + std::to_string(schema_version));
+  for (; version < schema_version; ++version) {
+    const std::string bump = "PRAGMA user_version = " + std::to_string(version + 1);
+    if (!c.exec("BEGIN IMMEDIATE") || !c.exec(migrations[version]) || !c.exec(bump.c_str()) || !c.exec("COMMIT")) {
+      const std::string why = sqlite3_errmsg(c.db());
+      c.exec("ROLLBACK");
+      throw std::runtime_error("cannot migrate " + path + " to schema version " + std::to_string(version + 1) + ": " +
+                               why);
+    }
+  }
+}
+
+}  // namespace troupe::sqlite

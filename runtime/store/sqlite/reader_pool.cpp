@@ -1,0 +1,27 @@
+#include "runtime/store/sqlite/reader_pool.hpp"
+
+namespace troupe::sqlite {
+
+std::unique_ptr<connection> reader_pool::take() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!idle_.empty()) {
+      auto c = std::move(idle_.back());
+      idle_.pop_back();
+      return c;
+    }
+  }
+  return std::make_unique<connection>(path_, SQLITE_OPEN_READONLY);
+}
+
+void reader_pool::give_back(std::unique_ptr<connection> c) noexcept {
+  std::lock_guard lock(mutex_);
+  try {
+    idle_.push_back(std::move(c));
+  } catch (...) {
+    // Out of memory: the connection is closed instead of kept, which a
+    // later read only pays for by opening another.
+  }
+}
+
+}  // namespace troupe::sqlite

@@ -1,0 +1,40 @@
+#include "runtime/store/sqlite/rows.hpp"
+
+#include <boost/json/parse.hpp>
+
+namespace troupe::sqlite {
+
+namespace json = boost::json;
+
+stored<entry> read_entry(const statement& s, const std::string& thread_id) {
+  entry e;
+  e.seq = static_cast<std::uint64_t>(s.int64(0));
+  e.id = s.text(1);
+  e.at = s.int64(2);
+  e.kind = s.text(3);
+  boost::system::error_code ec;
+  json::value payload = json::parse(s.text(4), ec);
+  json::value refs = ec ? json::value() : json::parse(s.text(5), ec);
+  if (ec || !payload.is_object() || !refs.is_object())
+    return store_error{"corrupt", "thread " + thread_id + ": entry " + std::to_string(e.seq) + " is not valid JSON"};
+  e.payload = std::move(payload.as_object());
+  e.refs = std::move(refs.as_object());
+  e.tokens = estimate_tokens(e.kind, e.payload);
+  return e;
+}
+
+std::optional<store_error> delete_thread(connection& c, const std::string& thread_id, bool& existed) {
+  statement e(c, "DELETE FROM entries WHERE thread_id = ?");
+  statement t(c, "DELETE FROM threads WHERE id = ?");
+  statement conv(c, "DELETE FROM conversations WHERE thread_id = ?");
+  if (!e || !t || !conv) return c.io_error("delete " + thread_id);
+  e.bind(1, thread_id);
+  t.bind(1, thread_id);
+  conv.bind(1, thread_id);
+  if (e.step() != SQLITE_DONE || t.step() != SQLITE_DONE) return c.io_error("delete " + thread_id);
+  existed = sqlite3_changes(c.db()) > 0;
+  if (conv.step() != SQLITE_DONE) return c.io_error("delete " + thread_id);
+  return std::nullopt;
+}
+
+}  // namespace troupe::sqlite

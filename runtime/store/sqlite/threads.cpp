@@ -1,0 +1,159 @@
+// The thread_store part of the SQLite store.
+
+#include "runtime/store/sqlite/sqlite_store.hpp"
+
+#include "runtime/clock.hpp"
+#include "runtime/store/sqlite/connection.hpp"
+#include "runtime/store/sqlite/reader_pool.hpp"
+#include "runtime/store/sqlite/rows.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+namespace troupe {
+
+namespace json = boost::json;
+using sqlite::connection;
+using sqlite::statement;
+
+namespace {
+
+// An entry as its row: serialised before the commit queues, so that the
+// writer's transaction does no JSON work.
+struct entry_row {
+  const entry* e;
+  std::string payload;
+  std::string refs;
+};
+
+std::vector<entry_row> rows_of(entry_range entries) {
+  std::vector<entry_row> rows;
+  rows.reserve(entries.size());
+  for (const entry& e : entries) rows.push_back({&e, json::serialize(e.payload), json::serialize(e.refs)});
+  return rows;
+}
+
+}  // namespace
+
+stored<thread> sqlite_store::load(const std::string& thread_id) {
+  sqlite::reader_pool::reader r(*readers_);
+  connection& c = *r;
+  if (!r.begin()) return c.io_error("load " + thread_id);
+  statement head(c, "SELECT rev, created_at, updated_at, metadata FROM threads WHERE id = ?");
+  if (!head) return c.io_error("load " + thread_id);
+  head.bind(1, thread_id);
+  const int rc = head.step();
+  if (rc == SQLITE_DONE) return store_error{"not_found", "no thread " + thread_id};
+  if (rc != SQLITE_ROW) return c.io_error("load " + thread_id);
+
+  boost::system::error_code ec;
+  json::value metadata = json::parse(head.text(3), ec);
+  if (ec || !metadata.is_object()) return store_error{"corrupt", "thread " + thread_id + ": its metadata is not a JSON object"};
+
+  statement rows(c, std::string("SELECT ") + sqlite::entry_columns + " FROM entries WHERE thread_id = ? ORDER BY seq");
+  if (!rows) return c.io_error("load " + thread_id);
+  rows.bind(1, thread_id);
+  std::vector<entry> entries;
+  int step;
+  while ((step = rows.step()) == SQLITE_ROW) {
+    auto e = sqlite::read_entry(rows, thread_id);
+    if (!e) return e.error();
+    entries.push_back(std::move(*e));
+  }
+  if (step != SQLITE_DONE) return c.io_error("load " + thread_id);
+  auto t = thread::restore(thread_id, static_cast<std::uint64_t>(head.int64(0)), head.int64(1), head.int64(2),
+                           std::move(metadata.as_object()), std::move(entries));
+  if (!t) return store_error{"corrupt", "thread " + thread_id + ": " + t.error().describe()};
+  return std::move(*t);
+}
+
+stored<std::uint64_t> sqlite_store::append(const thread_view& t, std::uint64_t expected_rev) {
+  // rev grows by one per entry, so the writer's new entries are its last
+  // (rev - expected_rev); serialise those outside the transaction. The
+  // stored size is checked inside it all the same.
+  const std::uint64_t grown = t.rev() >= expected_rev ? t.rev() - expected_rev : 0;
+  const std::size_t first_new = grown <= t.size() ? t.size() - grown : 0;
+  std::vector<entry_row> rows = rows_of(t.slice(first_new, t.size()));
+  const conversation_touch touch = touch_from(t.slice(first_new, t.size()));
+  const std::string metadata = json::serialize(t.metadata());
+
+  const sqlite::write_work work = [&](connection& c) -> std::optional<store_error> {
+    const std::string what = "append to " + t.id();
+    std::uint64_t stored_rev = 0, stored_size = 0;
+    {
+      statement s(c, "SELECT rev, size FROM threads WHERE id = ?");
+      if (!s) return c.io_error(what);
+      s.bind(1, t.id());
+      const int rc = s.step();
+      if (rc == SQLITE_ROW) {
+        stored_rev = static_cast<std::uint64_t>(s.int64(0));
+        stored_size = static_cast<std::uint64_t>(s.int64(1));
+      } else if (rc != SQLITE_DONE) {
+        return c.io_error(what);
+      }
+    }
+    if (stored_rev != expected_rev)
+      return store_error{"conflict", "thread " + t.id() + " is at rev " + std::to_string(stored_rev) + ", not " +
+                                         std::to_string(expected_rev)};
+    if (t.size() < stored_size)
+      return store_error{"conflict", "thread " + t.id() + " has fewer entries than the stored one"};
+    if (stored_size != first_new) rows = rows_of(t.slice(stored_size, t.size()));  // a thread restored with rev > size
+
+    statement ins(c, "INSERT INTO entries (thread_id, seq, id, at, kind, payload, refs) VALUES (?, ?, ?, ?, ?, ?, ?)");
+    if (!ins) return c.io_error(what);
+    for (const entry_row& row : rows) {
+      ins.bind(1, t.id());
+      ins.bind(2, static_cast<std::int64_t>(row.e->seq));
+      ins.bind(3, row.e->id);
+      ins.bind(4, row.e->at);
+      ins.bind(5, row.e->kind);
+      ins.bind(6, row.payload);
+      ins.bind(7, row.refs);
+      if (ins.step() != SQLITE_DONE) return c.io_error(what);
+      ins.reset();
+    }
+    statement up(c,
+                 "INSERT INTO threads (id, rev, size, created_at, updated_at, metadata) VALUES (?, ?, ?, ?, ?, ?) "
+                 "ON CONFLICT(id) DO UPDATE SET rev = excluded.rev, size = excluded.size, "
+                 "updated_at = excluded.updated_at, metadata = excluded.metadata");
+    if (!up) return c.io_error(what);
+    up.bind(1, t.id());
+    up.bind(2, static_cast<std::int64_t>(t.rev()));
+    up.bind(3, static_cast<std::int64_t>(t.size()));
+    up.bind(4, t.created_at());
+    up.bind(5, t.updated_at());
+    up.bind(6, metadata);
+    if (up.step() != SQLITE_DONE) return c.io_error(what);
+
+    if (touch.last_message_at || touch.title) {
+      statement conv(c,
+                     "UPDATE conversations SET last_message_at = max(last_message_at, ?1), "
+                     "title = CASE WHEN title = '' THEN ?2 ELSE title END, updated_at = ?3 WHERE thread_id = ?4");
+      if (!conv) return c.io_error(what);
+      conv.bind(1, touch.last_message_at.value_or(0));
+      conv.bind(2, touch.title.value_or(""));
+      conv.bind(3, wall_clock_ms());
+      conv.bind(4, t.id());
+      if (conv.step() != SQLITE_DONE) return c.io_error(what);
+    }
+    return std::nullopt;
+  };
+  if (auto e = write(work)) return *e;
+  return t.rev();
+}
+
+std::vector<std::string> sqlite_store::list() {
+  sqlite::reader_pool::reader r(*readers_);
+  std::vector<std::string> out;
+  statement s(*r, "SELECT id FROM threads ORDER BY id");
+  while (s && s.step() == SQLITE_ROW) out.push_back(s.text(0));
+  return out;
+}
+
+bool sqlite_store::remove(const std::string& thread_id) {
+  bool existed = false;
+  const auto e = write([&](connection& c) { return sqlite::delete_thread(c, thread_id, existed); });
+  return !e && existed;
+}
+
+}  // namespace troupe
