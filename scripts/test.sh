@@ -2,9 +2,24 @@
 # Installs what is missing (the PostgreSQL server included), builds
 # everything warning-free, and runs every test through ctest, beside a
 # throwaway PostgreSQL server for the PostgreSQL store's tests.
+#
+# --sanitize builds the test suite with AddressSanitizer and
+# UndefinedBehaviorSanitizer into build-sanitize/ (or $TROUPE_BUILD_DIR) and
+# runs it the same way; any report fails the test that made it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+if [ "${1:-}" = "--sanitize" ]; then
+  export TROUPE_BUILD_DIR="${TROUPE_BUILD_DIR:-build-sanitize}"
+  export TROUPE_CMAKE_ARGS="${TROUPE_CMAKE_ARGS:-} -DTROUPE_SANITIZE=ON -DTROUPE_BUILD_BENCH=OFF"
+  # abort_on_error: a report ends the process with a signal ctest cannot mistake
+  # for a pass; detect_leaks: a leak is a finding too.
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_leaks=1:check_initialization_order=1}"
+  export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}"
+elif [ $# -gt 0 ]; then
+  echo "usage: scripts/test.sh [--sanitize]" >&2
+  exit 2
+fi
 bash scripts/install-deps.sh postgresql
 bash scripts/build.sh
 cd "${TROUPE_BUILD_DIR:-build}"
