@@ -39,6 +39,9 @@ void add_model_options(CLI::App& c, model_options& o, bool conversation) {
   c.add_option("--max-input-tokens", o.max_input_tokens, "Token budget of each call's context")->check(CLI::PositiveNumber);
   c.add_option("--keep-last-turns", o.keep_last_turns, "Turns kept in each call's context (0: as many as fit)");
   c.add_flag("--summarize", o.summarize, "Summarize what falls out of the context window, and send the summary");
+  c.add_option("--summarize-to", o.summarize_to,
+               "With --summarize: the fraction of the window a new summary leaves after it (default 0.5)")
+      ->check(CLI::PositiveNumber & CLI::Range(0.0, 1.0));
   if (!conversation) return;
   add_store_option(c, o.store);
   c.add_option("--user", o.user, "Continue this user's conversation (with --platform and --chat-id) instead of --thread");
@@ -65,6 +68,7 @@ context_policy policy_for(const model_options& o, const std::string& model) {
   }
   if (o.keep_last_turns) p.keep_last_turns = *o.keep_last_turns;
   if (o.summarize) p.summaries = summarization::request_new;
+  if (o.summarize_to) p.summarize_to = *o.summarize_to;
   return p;
 }
 

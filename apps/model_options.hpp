@@ -31,6 +31,7 @@ struct model_options {
   std::optional<std::int64_t> max_input_tokens;
   std::optional<std::size_t> keep_last_turns;
   bool summarize = false;
+  std::optional<double> summarize_to;
   std::string store;  // memory: | sqlite:PATH | postgres://…; empty: the command's default
   // A conversation instead of --thread: (user, platform, chat) → its thread.
   std::string user;

@@ -23,6 +23,9 @@ struct context_meta {
   bool needs_summary = false;
   // The newest entry left out (what a new summary should cover up to).
   std::optional<std::uint64_t> dropped_to_seq;
+  // With needs_summary: the seq a new summary should cover up to so that what
+  // follows it fills at most the policy's summarize_to of the window.
+  std::optional<std::uint64_t> summarize_to_seq;
 
   friend bool operator==(const context_meta&, const context_meta&) = default;
 };

@@ -33,6 +33,7 @@ json::value to_json(const context_meta& m) {
                  {"pending_count", m.pending_count},       {"needs_summary", m.needs_summary}};
   o["basis_last_seq"] = m.basis_last_seq ? json::value(*m.basis_last_seq) : json::value(nullptr);
   if (m.dropped_to_seq) o["dropped_to_seq"] = *m.dropped_to_seq;
+  if (m.summarize_to_seq) o["summarize_to_seq"] = *m.summarize_to_seq;
   return o;
 }
 

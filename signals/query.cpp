@@ -21,6 +21,7 @@ boost::json::value to_json(const context_overrides& o) {
   if (o.max_messages) c["max_messages"] = *o.max_messages;
   if (o.keep_last_turns) c["keep_last_turns"] = *o.keep_last_turns;
   if (o.summarize) c["summarize"] = *o.summarize;
+  if (o.summarize_to) c["summarize_to"] = *o.summarize_to;
   return c;
 }
 
@@ -37,6 +38,10 @@ decoded<context_overrides> decode_context_overrides(const boost::json::value& v,
   o.max_messages = non_negative("max_messages");
   o.keep_last_turns = non_negative("keep_last_turns");
   o.summarize = r.optional_boolean("summarize");
+  o.summarize_to = r.optional_number("summarize_to");
+  // Written as a negated range test so that NaN is refused too.
+  if (o.summarize_to && !(*o.summarize_to > 0 && *o.summarize_to <= 1))
+    r.fail("summarize_to", "must be a fraction above 0 and at most 1");
   if (!r.ok()) return r.error();
   return o;
 }

@@ -19,9 +19,11 @@ struct context_overrides {
   std::optional<std::int64_t> max_messages;
   std::optional<std::int64_t> keep_last_turns;
   std::optional<bool> summarize;  // true: request summaries; false: use existing ones only
+  std::optional<double> summarize_to;  // in (0, 1]: what a new summary leaves of the window
 
   bool empty() const {
-    return !max_input_tokens && !reserve_output_tokens && !max_messages && !keep_last_turns && !summarize;
+    return !max_input_tokens && !reserve_output_tokens && !max_messages && !keep_last_turns && !summarize &&
+           !summarize_to;
   }
   friend bool operator==(const context_overrides&, const context_overrides&) = default;
 };

@@ -62,6 +62,7 @@ context_policy apply(context_policy p, const context_overrides& o) {
   if (o.max_messages) p.max_messages = static_cast<std::size_t>(*o.max_messages);
   if (o.keep_last_turns) p.keep_last_turns = static_cast<std::size_t>(*o.keep_last_turns);
   if (o.summarize) p.summaries = *o.summarize ? summarization::request_new : summarization::use_existing;
+  if (o.summarize_to) p.summarize_to = *o.summarize_to;
   return p;
 }
 

@@ -29,6 +29,12 @@ struct context_policy {
   // Ask for a summary once this many entries follow the latest one (0: only
   // when the window had to drop something).
   std::size_t summarize_after_entries = 0;
+  // When the window overflows, the new summary covers enough that what
+  // follows it fills at most this fraction of the window (of its tokens, and
+  // of its turn and message limits). Hysteresis: the next summary is then due
+  // only after the conversation has grown by the rest of the window, not on
+  // the very next turn. 1: cover only what fell out.
+  double summarize_to = 0.5;
 
   // The tokens left for the conversation itself.
   std::int64_t input_budget() const { return max_input_tokens - reserve_output_tokens; }

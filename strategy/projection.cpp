@@ -129,6 +129,9 @@ projection project(const thread_view& t, const context_policy& policy, std::span
   const window_source src(t, pending);
   struct unit {
     std::size_t first, last;  // inclusive, in src
+    std::int64_t cost;
+    std::size_t messages;
+    bool is_user, mandatory;
   };
   std::vector<unit> kept;
   std::size_t turns = 0, messages = 0;
@@ -211,7 +214,7 @@ projection project(const thread_view& t, const context_policy& policy, std::span
       meta.oversized = true;
     }
     i = first;
-    kept.push_back({first, end});
+    kept.push_back({first, end, cost, unit_messages, is_user, mandatory});
     left -= cost;
     used += cost;
     messages += unit_messages;
@@ -272,6 +275,28 @@ projection project(const thread_view& t, const context_policy& policy, std::span
   const std::size_t since_summary = t.size() > lower ? t.size() - lower : 0;
   meta.needs_summary = policy.summaries == summarization::request_new &&
                        (meta.truncated || (policy.summarize_after_entries && since_summary > policy.summarize_after_entries));
+  if (!meta.needs_summary) return out;
+
+  // Where a new summary should end: the newest units that fit in
+  // summarize_to of each of the window's limits stay after it, the rest goes
+  // into it. Always whole units, and never the input of this call.
+  const double f = std::clamp(policy.summarize_to, 0.0, 1.0);
+  auto share = [f](std::size_t limit) { return limit ? std::max<std::size_t>(1, static_cast<std::size_t>(f * static_cast<double>(limit))) : 0; };
+  const std::int64_t token_share = static_cast<std::int64_t>(f * static_cast<double>(policy.input_budget() - fixed));
+  const std::size_t turn_share = share(policy.keep_last_turns), message_share = share(policy.max_messages);
+  std::size_t after = src.size();  // the first index that stays after the summary
+  std::int64_t kept_tokens = 0;
+  std::size_t kept_turns = 0, kept_messages = 0;
+  for (const unit& u : kept) {
+    if (!u.mandatory && (kept_tokens + u.cost > token_share || (turn_share && kept_turns >= turn_share) ||
+                         (message_share && kept_messages + u.messages > message_share)))
+      break;
+    after = u.first;
+    kept_tokens += u.cost;
+    kept_messages += u.messages;
+    if (u.is_user) ++kept_turns;
+  }
+  if (after > lower && after - 1 < t.size()) meta.summarize_to_seq = after - 1;
   return out;
 }
 

@@ -204,12 +204,14 @@ class stepper {
 
   // When the window left something out and the policy asks for summaries,
   // one summary at a time is written beside the request, covering the thread
-  // up to the newest entry left out (and folding in the previous summary).
+  // up to where the projection says (past the newest entry left out, so that
+  // the next one is not due on the next turn), and folding in the previous
+  // summary.
   void maybe_summarize(const context_meta& meta) {
-    if (!meta.needs_summary || !meta.dropped_to_seq || !state_.summary_call_id.empty()) return;
+    if (!meta.needs_summary || !meta.summarize_to_seq || !state_.summary_call_id.empty()) return;
     const entry* previous = thread_.latest_summary();
     const std::uint64_t from = previous ? static_cast<std::uint64_t>(int_field(previous->payload, "to_seq").value_or(0)) + 1 : 0;
-    const std::uint64_t to = *meta.dropped_to_seq;
+    const std::uint64_t to = *meta.summarize_to_seq;
     if (to < from || to >= thread_.size()) return;
 
     std::string transcript;

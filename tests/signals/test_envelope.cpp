@@ -16,6 +16,8 @@ std::vector<signal> one_of_each() {
   q.overrides.max_iterations = 3;
   q.overrides.params.temperature = 0.25;
   q.overrides.params.stop = {"END"};
+  q.overrides.context.summarize = true;
+  q.overrides.context.summarize_to = 0.25;
   return {
       q,
       query{"r2", "", "plain", {}},
@@ -139,6 +141,17 @@ TEST_CASE("bad envelopes give a typed error that names the field") {
     json::value u = envelope_json(llm_result{"c", llm_completion{"hi", "", {}, token_usage{1, 1}, ""}});
     u.as_object()["data"].as_object()["usage"].as_object()["output_tokens"] = 1.5;
     CHECK(error_of(u).field == "data.usage.output_tokens");
+  }
+  SECTION("summarize_to is a fraction above 0 and at most 1") {
+    auto summarize_to = [&](json::value f) {
+      return query_with("overrides", json::object{{"context", {{"summarize_to", std::move(f)}}}});
+    };
+    for (const json::value& bad : {json::value(0), json::value(-0.5), json::value(1.5), json::value("half")}) {
+      const auto e = error_of(summarize_to(bad));
+      CHECK(e.field == "data.overrides.context.summarize_to");
+    }
+    CHECK(decode_envelope(summarize_to(0.25)));
+    CHECK(decode_envelope(summarize_to(1)));
   }
   SECTION("a tool result with neither result nor error") {
     json::value v = envelope_json(tool_result{"c", "t", "x", json::value(1)});

@@ -247,6 +247,9 @@ TEST_CASE("presets and resolution") {
   context_overrides summarize;
   summarize.summarize = true;
   CHECK(apply(context_policy{}, summarize).summaries == summarization::request_new);
+  CHECK(context_policy{}.summarize_to == 0.5);
+  summarize.summarize_to = 0.25;
+  CHECK(apply(context_policy{}, summarize).summarize_to == 0.25);
 }
 
 TEST_CASE("entries carry their token estimate from the moment they are appended") {

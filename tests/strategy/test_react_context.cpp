@@ -52,10 +52,13 @@ TEST_CASE("a summary is requested when the window drops something, and used once
   const llm_stream s = h.ask("r3", "third");
   const summarize sum = only<summarize>(h.last.directives);
   CHECK(sum.model == "summary-model");
-  CHECK(sum.to_seq == 1);
+  // r1 fell out; r2 goes into the summary too, so that what stays (r3) is at
+  // most half of the two turns the window keeps.
+  CHECK(sum.to_seq == 3);
   CHECK(sum.from_seq == 0);
   REQUIRE(sum.messages.size() == 2);
-  CHECK_THAT(sum.messages[1].content, Catch::Contains("user: question r1") && Catch::Contains("assistant: answer r1"));
+  CHECK_THAT(sum.messages[1].content, Catch::Contains("user: question r1") && Catch::Contains("assistant: answer r1") &&
+                                          Catch::Contains("assistant: answer r2"));
   CHECK(h.state().summary_call_id == sum.call_id);
 
   SECTION("the summary is committed when it arrives, even in the middle of a request") {
@@ -64,7 +67,7 @@ TEST_CASE("a summary is requested when the window drops something, and used once
     REQUIRE(h.history().size() == size + 1);
     const entry& e = *h.history().last();
     CHECK(e.kind == "summary");
-    CHECK(e.payload.at("to_seq") == 1);
+    CHECK(e.payload.at("to_seq") == 3);
     CHECK(e.payload.at("content") == "The user asked r1.");
     CHECK(h.state().status == react_status::awaiting_llm);  // the request goes on
     CHECK(h.state().call_id == s.call_id);
@@ -99,4 +102,60 @@ TEST_CASE("a request can change the context policy for itself") {
   const llm_stream s = only<llm_stream>(h.feed(q));
   CHECK(s.messages.size() == 6);
   CHECK(!s.context.truncated);
+}
+
+namespace {
+
+// One turn with a tool call (model → tool → model), the way `simulate` runs
+// them. Returns how many summaries its model calls asked for; they are
+// answered once the turn is over, as a summary written beside it would be.
+int tool_turn(harness& h, int n) {
+  const std::string id = "r" + std::to_string(n);
+  std::vector<summarize> asked;
+  auto collect = [&] {
+    for (const directive& d : h.last.directives)
+      if (const auto* s = std::get_if<summarize>(&d)) asked.push_back(*s);
+  };
+  const llm_stream first = h.ask(id, "question " + std::to_string(n));
+  collect();
+  const tool_exec exec = only<tool_exec>(h.feed(wants_tools(first.call_id, {call("tc" + id, "search", {{"q", id}})})));
+  const llm_stream second = only<llm_stream>(h.feed(result_of(exec, json::value(std::string(160, 'v')))));
+  collect();
+  h.feed(answer(second.call_id, "answer " + std::to_string(n)));
+  for (const summarize& s : asked) h.feed(answer(s.call_id, "summary up to seq " + std::to_string(s.to_seq)));
+  return static_cast<int>(asked.size());
+}
+
+// Summary calls made in turns [from, to) of a conversation of `to` turns.
+int summaries_at_steady_state(react_config c, int from, int to) {
+  harness h(std::move(c));
+  int made = 0;
+  for (int n = 0; n < to; ++n) {
+    const int asked = tool_turn(h, n);
+    if (n >= from) made += asked;
+  }
+  return made;
+}
+
+}  // namespace
+
+TEST_CASE("once the window is full, a summary leaves room for several turns before the next") {
+  react_config c = config_with_tools({"search"});
+  c.context.summaries = summarization::request_new;
+
+  SECTION("a window bound by its token budget: at most one summary call per 4 turns") {
+    c.context.keep_last_turns = 0;
+    c.context.max_input_tokens = 1200;  // about 18 turns of this conversation
+    c.context.reserve_output_tokens = 200;
+    CHECK(summaries_at_steady_state(c, 40, 120) <= 80 / 4);
+  }
+  SECTION("a window bound by its number of turns: at most one summary call per 4 turns") {
+    c.context.keep_last_turns = 8;
+    CHECK(summaries_at_steady_state(c, 40, 120) <= 80 / 4);
+  }
+  SECTION("summarize_to 1 summarises only what fell out: a summary on every turn") {
+    c.context.keep_last_turns = 8;
+    c.context.summarize_to = 1.0;
+    CHECK(summaries_at_steady_state(c, 40, 120) == 80);
+  }
 }
