@@ -1,0 +1,133 @@
+#include "signals/json_text.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <string_view>
+
+namespace troupe {
+
+namespace json = boost::json;
+
+namespace {
+
+void append_string(std::string& out, std::string_view s) {
+  // The escapes of Boost.JSON's serializer: the quote, the backslash, the
+  // five control characters with a letter of their own, every other control
+  // character as \u00xx in lower case; the rest (UTF-8 included) as it is.
+  static constexpr char hex[] = "0123456789abcdef";
+  out.push_back('"');
+  std::size_t run = 0;  // start of the bytes not yet copied
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    char letter = 0;
+    switch (c) {
+      case '"': letter = '"'; break;
+      case '\\': letter = '\\'; break;
+      case '\b': letter = 'b'; break;
+      case '\f': letter = 'f'; break;
+      case '\n': letter = 'n'; break;
+      case '\r': letter = 'r'; break;
+      case '\t': letter = 't'; break;
+      default:
+        if (c >= 0x20) continue;
+    }
+    out.append(s.data() + run, i - run);
+    run = i + 1;
+    if (letter) {
+      out.push_back('\\');
+      out.push_back(letter);
+    } else {
+      out.append("\\u00");
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 0xf]);
+    }
+  }
+  out.append(s.data() + run, s.size() - run);
+  out.push_back('"');
+}
+
+template <class Number>
+void append_number(std::string& out, Number n) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, n);
+  out.append(buf, r.ptr);
+}
+
+void append_double(std::string& out, double d) {
+  if (!std::isfinite(d)) {
+    out.append("null");
+    return;
+  }
+  const std::size_t start = out.size();
+  append_number(out, d);  // the shortest form that round-trips, fixed or scientific
+  if (out.find_first_of(".e", start) == std::string::npos) out.append(".0");
+}
+
+void append_value(std::string& out, const json::value& v);
+
+void append_object(std::string& out, const json::object& o) {
+  out.push_back('{');
+  bool first = true;
+  for (const auto& kv : o) {
+    if (!first) out.push_back(',');
+    first = false;
+    append_string(out, kv.key());
+    out.push_back(':');
+    append_value(out, kv.value());
+  }
+  out.push_back('}');
+}
+
+void append_array(std::string& out, const json::array& a) {
+  out.push_back('[');
+  bool first = true;
+  for (const json::value& x : a) {
+    if (!first) out.push_back(',');
+    first = false;
+    append_value(out, x);
+  }
+  out.push_back(']');
+}
+
+void append_value(std::string& out, const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::null: out.append("null"); break;
+    case json::kind::bool_: out.append(v.get_bool() ? "true" : "false"); break;
+    case json::kind::int64: append_number(out, v.get_int64()); break;
+    case json::kind::uint64: append_number(out, v.get_uint64()); break;
+    case json::kind::double_: append_double(out, v.get_double()); break;
+    case json::kind::string: append_string(out, v.get_string()); break;
+    case json::kind::array: append_array(out, v.get_array()); break;
+    case json::kind::object: append_object(out, v.get_object()); break;
+  }
+}
+
+}  // namespace
+
+void append_json_text(std::string& out, const json::value& v) { append_value(out, v); }
+
+std::string json_text(const json::value& v) {
+  std::string out;
+  append_value(out, v);
+  return out;
+}
+
+std::string json_text(const json::object& o) {
+  std::string out;
+  append_object(out, o);
+  return out;
+}
+
+std::string json_text(const json::array& a) {
+  std::string out;
+  append_array(out, a);
+  return out;
+}
+
+std::string json_text(const json::string& s) {
+  std::string out;
+  append_string(out, s);
+  return out;
+}
+
+}  // namespace troupe

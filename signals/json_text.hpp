@@ -1,0 +1,29 @@
+#pragma once
+// JSON as troupe writes it, on screen and in storage: Boost.JSON's
+// serializer writes doubles in scientific notation (0.0303 as 3.03E-2, 24.6
+// as 2.46E1), which people misread and jq passes on. Here a double is the
+// shortest decimal that reads back as the same double, with ".0" on an
+// integral one so that it reads back as a double and not an integer;
+// everything else is written exactly as boost::json::serialize writes it.
+// A double JSON cannot hold (NaN, infinity) is written as null, where Boost
+// writes NaN or Infinity, which no JSON reader accepts.
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/string.hpp>
+#include <boost/json/value.hpp>
+
+#include <string>
+
+namespace troupe {
+
+std::string json_text(const boost::json::value& v);
+// The same, without first copying an object, array or string into a value.
+std::string json_text(const boost::json::object& o);
+std::string json_text(const boost::json::array& a);
+std::string json_text(const boost::json::string& s);
+
+// Appends the text of `v` to `out`.
+void append_json_text(std::string& out, const boost::json::value& v);
+
+}  // namespace troupe
