@@ -5,6 +5,7 @@
 #include "apps/thread_output.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/random_ids.hpp"
+#include "signals/json_text.hpp"
 
 #include <boost/json.hpp>
 
@@ -25,12 +26,12 @@ CLI::App* with_common(CLI::App* c, store_command_options& o) {
 
 // A store error for people (or as JSON), and the exit code it means.
 int report(const store_error& e, bool as_json) {
-  if (as_json) std::cout << json::serialize(json::object{{"error", {{"type", e.type}, {"message", e.message}}}}) << "\n";
+  if (as_json) std::cout << json_text(json::object{{"error", {{"type", e.type}, {"message", e.message}}}}) << "\n";
   else std::cerr << "troupe: " << e.type << ": " << e.message << "\n";
   return 1;
 }
 
-void print(const json::value& v) { std::cout << json::serialize(v) << "\n"; }
+void print(const json::value& v) { std::cout << json_text(v) << "\n"; }
 
 json::object thread_json(const thread_view& t) {
   return {{"thread_id", t.id()},       {"rev", t.rev()},           {"created_at", t.created_at()},
@@ -105,7 +106,7 @@ int run_threads(const store_command_options& o) {
     std::cout << "thread " << t->id() << ": " << t->size() << " entries, rev " << t->rev() << ", created "
               << iso_time(t->created_at()) << ", updated " << iso_time(t->updated_at()) << "\n";
     if (const auto* from = t->metadata().if_contains("forked_from"))
-      std::cout << "forked from " << json::serialize(*from) << "\n";
+      std::cout << "forked from " << json_text(*from) << "\n";
     for (const entry& e : t->entries()) print_entry(std::cout, e);
     return 0;
   }

@@ -1,6 +1,7 @@
 #include "apps/thread_output.hpp"
 
 #include "runtime/text.hpp"
+#include "signals/json_text.hpp"
 
 #include <boost/json.hpp>
 
@@ -37,7 +38,7 @@ namespace {
 std::string text_of(const json::object& o, std::string_view key) {
   const auto* v = o.if_contains(key);
   if (!v) return {};
-  return v->is_string() ? std::string(v->get_string()) : json::serialize(*v);
+  return v->is_string() ? std::string(v->get_string()) : json_text(*v);
 }
 
 // One line, at most `max` bytes, cut at a character boundary.
@@ -62,7 +63,7 @@ void print_entry(std::ostream& out, const entry& e) {
     what = e.payload.contains("content") ? text_of(e.payload, "content")
                                          : text_of(e.payload, "type") + ": " + text_of(e.payload, "message");
   } else {
-    what = json::serialize(e.payload);
+    what = json_text(e.payload);
   }
   out << std::setw(5) << e.seq << "  " << std::left << std::setw(12) << e.kind << std::right << "  "
       << one_line(what) << "\n";

@@ -7,12 +7,11 @@
 //   scripted_react --json   the thread as JSON
 
 #include "directives/directive.hpp"
+#include "signals/json_text.hpp"
 #include "signals/overloaded.hpp"
 #include "strategy/iteration_view.hpp"
 #include "strategy/react_thread.hpp"
 #include "strategy/thread_json.hpp"
-
-#include <boost/json/serialize.hpp>
 
 #include <cstring>
 #include <deque>
@@ -70,7 +69,7 @@ std::deque<llm_completion> script() {
 
 std::string one_line(const json::object& payload) {
   if (const auto content = string_field(payload, "content")) return std::string(*content);
-  return json::serialize(payload);
+  return json_text(payload);
 }
 
 }  // namespace
@@ -107,7 +106,7 @@ int main(int argc, char** argv) {
                        },
                        [&](const tool_exec& t) {
                          if (!as_json)
-                           std::cout << "  tool " << t.tool_name << json::serialize(t.arguments)
+                           std::cout << "  tool " << t.tool_name << json_text(t.arguments)
                                      << "\n";
                          inbox.push_back(tool_result{t.call_id, t.tool_call_id, t.tool_name,
                                                      run_tool(t.tool_name, t.arguments)});
@@ -134,7 +133,7 @@ int main(int argc, char** argv) {
 
   const thread& t = conversation.history();
   if (as_json) {
-    std::cout << json::serialize(to_json(t)) << "\n";
+    std::cout << json_text(to_json(t)) << "\n";
     return 0;
   }
 

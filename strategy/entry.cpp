@@ -1,8 +1,7 @@
 #include "strategy/entry.hpp"
 
+#include "signals/json_text.hpp"
 #include "strategy/token_estimator.hpp"
-
-#include <boost/json/serialize.hpp>
 
 namespace troupe {
 
@@ -28,7 +27,7 @@ std::int64_t estimate_tokens(std::string_view kind, const boost::json::object& p
     n += e.text(string_field(payload, "content").value_or(""));
   } else {
     // Tool calls and results are sent as their JSON.
-    n += e.text(boost::json::serialize(payload));
+    n += e.text(json_text(payload));
   }
   return n;
 }

@@ -1,8 +1,7 @@
 #include "strategy/projection.hpp"
 
+#include "signals/json_text.hpp"
 #include "strategy/token_estimator.hpp"
-
-#include <boost/json/serialize.hpp>
 
 #include <limits>
 #include <algorithm>
@@ -13,11 +12,11 @@ namespace json = boost::json;
 
 std::string tool_result_text(const json::object& payload) {
   if (const json::value* error = payload.if_contains("error"))
-    return json::serialize(json::object{{"error", *error}});
+    return json_text(json::object{{"error", *error}});
   const json::value* result = payload.if_contains("result");
   if (!result) return "null";
   if (const json::string* s = result->if_string()) return std::string(*s);
-  return json::serialize(*result);
+  return json_text(*result);
 }
 
 namespace {

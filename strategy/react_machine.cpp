@@ -1,9 +1,8 @@
 #include "strategy/react_machine.hpp"
 
+#include "signals/json_text.hpp"
 #include "signals/overloaded.hpp"
 #include "strategy/projection.hpp"
-
-#include <boost/json/serialize.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -101,10 +100,8 @@ class stepper {
   }
 
   void on_completion(const llm_completion& c) {
-    if (c.usage) {
-      state_.request_usage += *c.usage;
-      state_.thread_usage += *c.usage;
-    }
+    state_.request_usage += c.usage;
+    state_.thread_usage += c.usage;
     const std::string& text = c.text.empty() ? state_.streamed_text : c.text;
     const std::string& thinking = c.thinking.empty() ? state_.streamed_thinking : c.thinking;
     if (c.tool_calls.empty()) {
@@ -237,7 +234,7 @@ class stepper {
              std::string(string_field(e.payload, "content").value_or("")) + "\n";
     if (e.kind == entry_kind::tool_call)
       return "assistant calls " + std::string(string_field(e.payload, "name").value_or("?")) + " " +
-             json::serialize(e.payload.contains("arguments") ? e.payload.at("arguments") : json::value()) + "\n";
+             json_text(e.payload.contains("arguments") ? e.payload.at("arguments") : json::value()) + "\n";
     if (e.kind == entry_kind::tool_result)
       return "tool " + std::string(string_field(e.payload, "name").value_or("?")) + " returned " + tool_result_text(e.payload) + "\n";
     return {};

@@ -74,3 +74,8 @@ TEST_CASE("a tool error reads as an error object") {
   const json::object payload{{"name", "x"}, {"error", {{"type", "timeout"}, {"message", "slow"}}}};
   CHECK(tool_result_text(payload) == R"({"error":{"type":"timeout","message":"slow"}})");
 }
+
+TEST_CASE("a tool result's numbers read to the model as plain decimals") {
+  const json::object payload{{"name", "calculator"}, {"result", {{"value", 0.0303}, {"total", 24.0}}}};
+  CHECK(tool_result_text(payload) == R"({"value":0.0303,"total":24.0})");
+}
