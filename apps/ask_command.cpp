@@ -1,6 +1,7 @@
 #include "apps/commands.hpp"
 #include "apps/thread_output.hpp"
 
+#include "signals/json_text.hpp"
 #include "signals/overloaded.hpp"
 #include "strategy/thread_json.hpp"
 
@@ -59,7 +60,7 @@ int run_ask(const model_options& o, const std::string& question, bool as_json) {
                      {"error", error_json(result)},
                      {"entries", t ? entries_json(*t) : json::array()}};
     if (s.conv) out["conversation_id"] = s.conv->id;
-    std::cout << json::serialize(out) << "\n";
+    std::cout << json_text(out) << "\n";
   } else if (result.ok()) {
     if (!streamed) std::cout << std::get<std::string>(result.outcome);
     std::cout << "\n";

@@ -1,4 +1,5 @@
 #include "apps/commands.hpp"
+#include "signals/json_text.hpp"
 
 #include <boost/json.hpp>
 
@@ -71,7 +72,7 @@ int run_simulate(simulation_options options, const model_options& model, bool as
                             {"input_tokens", r.input_tokens},
                             {"output_tokens", r.output_tokens}};
     if (r.first_token.samples) out["first_token_ms"] = latency_json(r.first_token, false);
-    std::cout << boost::json::serialize(out) << "\n";
+    std::cout << json_text(out) << "\n";
   } else {
     std::printf("%zu agents, %zu turns completed, %zu failed%s in %.2f s (%.0f turns/s)\n", r.agents,
                 r.turns_completed, r.turns_failed, r.stopped ? " (stopped early)" : "", r.seconds, r.turns_per_second);

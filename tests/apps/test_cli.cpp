@@ -75,6 +75,15 @@ TEST_CASE("troupe ask against an OpenAI-compatible server") {
     REQUIRE(v.at("entries").as_array().size() == 2);
     CHECK(v.at("entries").at(1).at("payload").at("content") == "Hello, world");
   }
+  SECTION("--json says how many model calls reported no usage instead of counting zero tokens") {
+    server.respond(scripted_http_response::sse(
+        "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"));
+    const run_result r = run_troupe("ask --json " + common + "'Say hello'");
+    CHECK(r.exit_code == 0);
+    const json::value v = json::parse(r.out);
+    CHECK(v.at("answer") == "Hi");
+    CHECK(v.at("usage").at("calls_without_usage") == 1);
+  }
   SECTION("an auth failure exits non-zero, typed, without the key") {
     server.respond(scripted_http_response::json(401, R"({"error":{"message":"Incorrect API key provided"}})"));
     const run_result r = run_troupe("ask --json " + common + "'hi'");
@@ -196,6 +205,22 @@ TEST_CASE("troupe simulate against a model server") {
   for (const char* k : {"p50", "p90", "p99", "max"}) CHECK(v.at("turn_latency_ms").as_object().contains(k));
   CHECK(v.at("first_token_ms").as_object().contains("p99"));
   CHECK(server.max_in_flight() <= 2);
+}
+
+TEST_CASE("troupe prints numbers in JSON as plain decimals") {
+  // Offline, with the built-in scripted model: seconds, rates and latencies are doubles.
+  const run_result r = run_troupe("simulate --agents 3 --turns 2 --tools-per-turn 1 --json");
+  REQUIRE(r.exit_code == 0);
+  INFO(r.out);
+  const json::value v = json::parse(r.out);
+  CHECK(v.at("seconds").is_double());
+  CHECK(v.at("turns_per_second").is_double());
+  // Boost.JSON's own serializer wrote 2.4E1 and 3.0335854E-2.
+  CHECK(r.out.find_first_of("E") == std::string::npos);
+  const std::size_t at = r.out.find("\"turns_per_second\":");
+  REQUIRE(at != std::string::npos);
+  const std::string number = r.out.substr(at + 19, r.out.find_first_of(",}", at) - at - 19);
+  CHECK(number.find_first_not_of("0123456789.") == std::string::npos);
 }
 
 TEST_CASE("the context options cut each call's context, and /context shows it") {
