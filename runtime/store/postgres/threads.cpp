@@ -5,8 +5,8 @@
 #include "runtime/clock.hpp"
 #include "runtime/store/postgres/connection_pool.hpp"
 #include "runtime/store/postgres/rows.hpp"
+#include "signals/json_text.hpp"
 
-#include <boost/json/serialize.hpp>
 
 namespace troupe {
 
@@ -29,10 +29,10 @@ std::string entries_json(entry_range entries) {
   std::string out = "[";
   for (const entry& e : entries) {
     if (out.size() > 1) out += ',';
-    out += "{\"seq\":" + std::to_string(e.seq) + ",\"id\":" + json::serialize(json::string(e.id)) +
-           ",\"at\":" + std::to_string(e.at) + ",\"kind\":" + json::serialize(json::string(e.kind)) +
-           ",\"payload\":" + json::serialize(json::string(json::serialize(e.payload))) +
-           ",\"refs\":" + json::serialize(json::string(json::serialize(e.refs))) + "}";
+    out += "{\"seq\":" + std::to_string(e.seq) + ",\"id\":" + json_text(json::string(e.id)) +
+           ",\"at\":" + std::to_string(e.at) + ",\"kind\":" + json_text(json::string(e.kind)) +
+           ",\"payload\":" + json_text(json::string(json_text(e.payload))) +
+           ",\"refs\":" + json_text(json::string(json_text(e.refs))) + "}";
   }
   return out + "]";
 }
@@ -77,7 +77,7 @@ stored<std::uint64_t> postgres_store::append(const thread_view& t, std::uint64_t
   // and asks for a resend from the right seq if they differ.
   const std::uint64_t grown = t.rev() >= expected_rev ? t.rev() - expected_rev : 0;
   std::size_t first = grown <= t.size() ? t.size() - grown : 0;
-  const std::string metadata = json::serialize(t.metadata());
+  const std::string metadata = json_text(t.metadata());
   for (int attempt = 0; attempt < 2; ++attempt) {
     const entry_range fresh = t.slice(first, t.size());
     const conversation_touch touch = touch_from(fresh);

@@ -6,9 +6,9 @@
 #include "runtime/store/sqlite/connection.hpp"
 #include "runtime/store/sqlite/reader_pool.hpp"
 #include "runtime/store/sqlite/rows.hpp"
+#include "signals/json_text.hpp"
 
 #include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
 
 namespace troupe {
 
@@ -29,7 +29,7 @@ struct entry_row {
 std::vector<entry_row> rows_of(entry_range entries) {
   std::vector<entry_row> rows;
   rows.reserve(entries.size());
-  for (const entry& e : entries) rows.push_back({&e, json::serialize(e.payload), json::serialize(e.refs)});
+  for (const entry& e : entries) rows.push_back({&e, json_text(e.payload), json_text(e.refs)});
   return rows;
 }
 
@@ -75,7 +75,7 @@ stored<std::uint64_t> sqlite_store::append(const thread_view& t, std::uint64_t e
   const std::size_t first_new = grown <= t.size() ? t.size() - grown : 0;
   std::vector<entry_row> rows = rows_of(t.slice(first_new, t.size()));
   const conversation_touch touch = touch_from(t.slice(first_new, t.size()));
-  const std::string metadata = json::serialize(t.metadata());
+  const std::string metadata = json_text(t.metadata());
 
   const sqlite::write_work work = [&](connection& c) -> std::optional<store_error> {
     const std::string what = "append to " + t.id();
