@@ -3,8 +3,8 @@
 #include "runtime/llm/wire/anthropic_format.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/llm/wire/openai_format.hpp"
+#include "signals/json_text.hpp"
 
-#include <boost/json/serialize.hpp>
 
 #include <mutex>
 #include <random>
@@ -97,11 +97,11 @@ std::unique_ptr<llm_call> http_llm_provider::stream(const llm_stream& request, l
   r.headers.emplace_back("Content-Type", "application/json");
   if (options_.format == wire_format::openai) {
     r.url = base + "/chat/completions";
-    r.body = boost::json::serialize(openai_request_body(request, options_.stream));
+    r.body = json_text(openai_request_body(request, options_.stream));
     if (!options_.api_key.empty()) r.headers.emplace_back("Authorization", "Bearer " + options_.api_key);
   } else {
     r.url = base + "/v1/messages";
-    r.body = boost::json::serialize(anthropic_request_body(request, options_.stream));
+    r.body = json_text(anthropic_request_body(request, options_.stream));
     if (!options_.api_key.empty()) r.headers.emplace_back("x-api-key", options_.api_key);
     r.headers.emplace_back("anthropic-version", options_.anthropic_version);
   }

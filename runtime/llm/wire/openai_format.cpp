@@ -1,6 +1,7 @@
 #include "runtime/llm/wire/openai_format.hpp"
 
 #include "runtime/llm/llm_errors.hpp"
+#include "signals/json_text.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -42,7 +43,7 @@ json::object openai_request_body(const llm_stream& request, bool stream) {
         for (const tool_call& c : m.tool_calls)
           calls.push_back(json::object{{"id", c.id},
                                        {"type", "function"},
-                                       {"function", {{"name", c.name}, {"arguments", json::serialize(c.arguments)}}}});
+                                       {"function", {{"name", c.name}, {"arguments", json_text(c.arguments)}}}});
         o["tool_calls"] = std::move(calls);
       }
     } else if (m.role == "tool") {
