@@ -102,32 +102,22 @@ void append_value(std::string& out, const json::value& v) {
   }
 }
 
+template <class Json>
+std::string text_of(const Json& x, void (*append)(std::string&, const Json&)) {
+  std::string out;
+  append(out, x);
+  return out;
+}
+
+void append_json_string(std::string& out, const json::string& s) { append_string(out, s); }
+
 }  // namespace
 
 void append_json_text(std::string& out, const json::value& v) { append_value(out, v); }
 
-std::string json_text(const json::value& v) {
-  std::string out;
-  append_value(out, v);
-  return out;
-}
-
-std::string json_text(const json::object& o) {
-  std::string out;
-  append_object(out, o);
-  return out;
-}
-
-std::string json_text(const json::array& a) {
-  std::string out;
-  append_array(out, a);
-  return out;
-}
-
-std::string json_text(const json::string& s) {
-  std::string out;
-  append_string(out, s);
-  return out;
-}
+std::string json_text(const json::value& v) { return text_of(v, append_value); }
+std::string json_text(const json::object& o) { return text_of(o, append_object); }
+std::string json_text(const json::array& a) { return text_of(a, append_array); }
+std::string json_text(const json::string& s) { return text_of(s, append_json_string); }
 
 }  // namespace troupe
