@@ -16,7 +16,9 @@ namespace troupe {
 struct store_error {
   // "not_found", "conflict" (a stale writer, or an id already taken),
   // "invalid" (a request that can never succeed, e.g. a fork point past the
-  // end), "corrupt" (stored data troupe cannot read), "io" (disk, connection).
+  // end), "corrupt" (stored data troupe cannot read), "io" (disk, connection),
+  // "internal" (the store itself threw, e.g. out of memory; nothing of that
+  // call was written).
   std::string type;
   std::string message;
 };

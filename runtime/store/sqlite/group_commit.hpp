@@ -9,6 +9,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -28,6 +29,7 @@ struct write_job {
   const write_work* work;
   std::optional<store_error> error = std::nullopt;
   bool done = false;
+  std::exception_ptr thrown = nullptr;  // what its batch's runner threw
   std::condition_variable wake = {};
 };
 
@@ -39,6 +41,10 @@ struct commit_stats {
   std::uint64_t in_flight = 0;  // commits queued or in the running batch
 };
 
+// A leader that throws still hands the queue on: every commit of its batch
+// that the runner left without an error gets an `internal` one, and the
+// next writer in line leads. A runner that throws must have committed
+// nothing of its batch.
 class group_commit {
  public:
   // Runs one batch, setting each job's error.
@@ -61,7 +67,9 @@ class group_commit {
 // The batch runner of a store: one transaction on `c`. A job alone in it
 // needs no savepoint (its failure rolls the transaction back); jobs that
 // share it each run in a savepoint, so that one writer's conflict undoes
-// nothing of another's.
+// nothing of another's. A job whose work throws fails with an `internal`
+// error like any other failing job; anything else that throws rolls the
+// whole transaction back before it leaves.
 void run_in_one_transaction(connection& c, const std::vector<write_job*>& batch);
 
 }  // namespace troupe::sqlite

@@ -1,0 +1,140 @@
+// The SQLite store's group commit: the leader/follower hand-off, and the
+// transaction a batch runs in. Both must survive a commit that throws, or
+// every later writer waits for a leader that is gone.
+
+#include "runtime/store/sqlite/connection.hpp"
+#include "runtime/store/sqlite/group_commit.hpp"
+#include "support/store_backends.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <thread>
+
+using namespace troupe;
+using namespace troupe::sqlite;
+using namespace troupe::testing;
+
+namespace {
+
+using outcome = std::optional<store_error>;
+
+// A commit on a thread of its own. The thread is detached and owns the
+// queue with the test, so that a writer left waiting forever fails the test
+// (see finishes) instead of hanging it.
+std::future<outcome> write_on_thread(std::shared_ptr<group_commit> commits) {
+  auto done = std::make_shared<std::promise<outcome>>();
+  std::future<outcome> result = done->get_future();
+  std::thread([commits, done] {
+    const write_work nothing = [](connection&) { return outcome(); };
+    try {
+      done->set_value(commits->write(nothing));
+    } catch (...) {
+      done->set_exception(std::current_exception());
+    }
+  }).detach();
+  return result;
+}
+
+// A bound on a wait that only a hang can exceed.
+bool finishes(std::future<outcome>& f) { return f.wait_for(std::chrono::seconds(20)) == std::future_status::ready; }
+
+void wait_until_in_flight(const group_commit& commits, std::uint64_t n) {
+  while (commits.stats().in_flight < n) std::this_thread::yield();
+}
+
+}  // namespace
+
+TEST_CASE("a batch that throws fails its own commits and hands leadership on") {
+  // The first batch is held until three more commits have queued behind
+  // it; those three form the second batch, which throws as an allocation
+  // failure would. A fifth commit comes after.
+  std::atomic<int> batches{0};
+  std::atomic<bool> first_running{false};
+  std::shared_ptr<group_commit> commits;
+  commits = std::make_shared<group_commit>([&](const std::vector<write_job*>&) {
+    const int n = batches++;
+    if (n == 0) {
+      first_running = true;
+      wait_until_in_flight(*commits, 4);
+    }
+    if (n == 1) throw std::bad_alloc();
+  });
+
+  auto first = write_on_thread(commits);
+  while (!first_running) std::this_thread::yield();
+  std::vector<std::future<outcome>> thrown;
+  for (int i = 0; i < 3; ++i) thrown.push_back(write_on_thread(commits));
+  REQUIRE(finishes(first));
+  CHECK(first.get() == std::nullopt);
+
+  SECTION("every commit of the batch that threw gets an internal error") {
+    for (auto& f : thrown) {
+      REQUIRE(finishes(f));
+      const outcome o = f.get();
+      REQUIRE(o);
+      CHECK(o->type == "internal");
+      CHECK_THAT(o->message, Catch::Contains("bad_alloc"));
+    }
+    CHECK(batches == 2);
+  }
+  SECTION("a later commit leads a batch of its own and succeeds") {
+    for (auto& f : thrown) REQUIRE(finishes(f));
+    auto later = write_on_thread(commits);
+    REQUIRE(finishes(later));
+    CHECK(later.get() == std::nullopt);
+    CHECK(commits->stats().in_flight == 0);
+  }
+}
+
+TEST_CASE("a commit that throws inside a transaction undoes only its own writes") {
+  sqlite_backend file;  // a fresh file, opened here through a connection of its own
+  connection c(file.path.string(), SQLITE_OPEN_READWRITE);
+  REQUIRE(c.exec("CREATE TABLE t (x INTEGER)"));
+  auto insert = [](int x) {
+    return write_work([x](connection& w) -> outcome {
+      statement s(w, "INSERT INTO t (x) VALUES (?)");
+      s.bind(1, std::int64_t{x});
+      if (s.step() != SQLITE_DONE) return w.io_error("insert");
+      return std::nullopt;
+    });
+  };
+  const write_work inserts_then_throws = [&](connection& w) -> outcome {
+    if (auto e = insert(99)(w)) return e;
+    throw std::runtime_error("payload could not be serialised");
+  };
+  auto stored_values = [&] {
+    std::vector<std::int64_t> out;
+    statement s(c, "SELECT x FROM t ORDER BY x");
+    while (s.step() == SQLITE_ROW) out.push_back(s.int64(0));
+    return out;
+  };
+  const write_work one = insert(1), two = insert(2);
+
+  SECTION("sharing a transaction, the others are committed") {
+    write_job a{&one}, bad{&inserts_then_throws}, b{&two};
+    run_in_one_transaction(c, {&a, &bad, &b});
+    CHECK(!a.error);
+    CHECK(!b.error);
+    REQUIRE(bad.error);
+    CHECK(bad.error->type == "internal");
+    CHECK_THAT(bad.error->message, Catch::Contains("payload could not be serialised"));
+    CHECK(stored_values() == std::vector<std::int64_t>{1, 2});
+  }
+  SECTION("alone, its transaction is rolled back and the next one runs") {
+    write_job bad{&inserts_then_throws};
+    run_in_one_transaction(c, {&bad});
+    REQUIRE(bad.error);
+    CHECK(bad.error->type == "internal");
+    CHECK(!c.in_transaction());
+    write_job a{&one};
+    run_in_one_transaction(c, {&a});
+    CHECK(!a.error);
+    CHECK(stored_values() == std::vector<std::int64_t>{1});
+  }
+}
