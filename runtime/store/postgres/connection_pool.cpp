@@ -2,10 +2,14 @@
 
 #include "runtime/store/postgres/result.hpp"
 
+#include <utility>
+
 namespace troupe::postgres {
 
 connection_pool::connection_pool(std::size_t size, opener open)
-    : size_(size == 0 ? 1 : size), open_connection_(std::move(open)) {}
+    : size_(size == 0 ? 1 : size), open_connection_(std::move(open)) {
+  idle_.reserve(size_);  // so that checkin, which runs in ~lease, never allocates
+}
 
 connection_pool::~connection_pool() {
   for (PGconn* c : idle_) PQfinish(c);
@@ -27,15 +31,22 @@ PGconn* connection_pool::checkout(std::string& why) {
   }
   lock.unlock();
 
-  if (c) {
-    if (PQstatus(c) == CONNECTION_OK) return c;
-    PQreset(c);
-    if (PQstatus(c) == CONNECTION_OK) return c;
-    why = trimmed_message(std::string("lost the connection to PostgreSQL: ") + PQerrorMessage(c));
+  // From here this caller holds a slot (and maybe a connection): whatever
+  // throws must hand it on, or the callers waiting for it wait forever.
+  try {
+    if (c) {
+      if (PQstatus(c) == CONNECTION_OK) return c;
+      PQreset(c);
+      if (PQstatus(c) == CONNECTION_OK) return c;
+      why = trimmed_message(std::string("lost the connection to PostgreSQL: ") + PQerrorMessage(c));
+      discard(std::exchange(c, nullptr));
+      return nullptr;
+    }
+    c = open_connection_(why);
+  } catch (...) {
     discard(c);
-    return nullptr;
+    throw;
   }
-  c = open_connection_(why);
   if (!c) discard(nullptr);
   return c;
 }

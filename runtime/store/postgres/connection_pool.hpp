@@ -22,7 +22,8 @@ namespace troupe::postgres {
 class connection_pool {
  public:
   // Opens a connection ready for use, or returns null with the reason in
-  // `why`.
+  // `why`. When it throws, the lease being made throws too and its slot
+  // passes on.
   using opener = std::function<PGconn*(std::string& why)>;
 
   connection_pool(std::size_t size, opener open);
@@ -72,7 +73,7 @@ class connection_pool {
 
   PGconn* checkout(std::string& why);
   void checkin(PGconn* c);
-  void discard(PGconn* c);  // closes a broken connection and frees its slot
+  void discard(PGconn* c);  // closes a broken connection (if any) and frees its slot
 
   std::size_t size_;
   opener open_connection_;

@@ -4,12 +4,12 @@
 
 #include "runtime/store/sqlite/connection.hpp"
 #include "runtime/store/sqlite/group_commit.hpp"
+#include "support/detached.hpp"
 #include "support/store_backends.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <atomic>
-#include <chrono>
 #include <future>
 #include <memory>
 #include <new>
@@ -24,25 +24,12 @@ namespace {
 
 using outcome = std::optional<store_error>;
 
-// A commit on a thread of its own. The thread is detached and owns the
-// queue with the test, so that a writer left waiting forever fails the test
-// (see finishes) instead of hanging it.
 std::future<outcome> write_on_thread(std::shared_ptr<group_commit> commits) {
-  auto done = std::make_shared<std::promise<outcome>>();
-  std::future<outcome> result = done->get_future();
-  std::thread([commits, done] {
+  return on_detached_thread([commits] {
     const write_work nothing = [](connection&) { return outcome(); };
-    try {
-      done->set_value(commits->write(nothing));
-    } catch (...) {
-      done->set_exception(std::current_exception());
-    }
-  }).detach();
-  return result;
+    return commits->write(nothing);
+  });
 }
-
-// A bound on a wait that only a hang can exceed.
-bool finishes(std::future<outcome>& f) { return f.wait_for(std::chrono::seconds(20)) == std::future_status::ready; }
 
 void wait_until_in_flight(const group_commit& commits, std::uint64_t n) {
   while (commits.stats().in_flight < n) std::this_thread::yield();

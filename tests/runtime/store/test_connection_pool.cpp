@@ -1,0 +1,58 @@
+// The PostgreSQL store's connection pool: a slot is never lost, whoever
+// throws while holding it, or the callers waiting for one wait forever.
+
+#include "runtime/store/postgres/connection_pool.hpp"
+#include "runtime/store/postgres/result.hpp"
+#include "support/detached.hpp"
+#include "support/store_backends.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+
+using namespace troupe;
+using namespace troupe::postgres;
+using namespace troupe::testing;
+
+TEST_CASE("a connection that throws while it opens gives its slot back") {
+  // One slot. Opening throws the first time, as an allocation failure
+  // would, and is refused after that: no server is needed.
+  auto opens = std::make_shared<std::atomic<int>>(0);
+  auto pool = std::make_shared<connection_pool>(1, [opens](std::string& why) -> PGconn* {
+    if ((*opens)++ == 0) throw std::runtime_error("out of memory");
+    why = "connection refused";
+    return nullptr;
+  });
+  CHECK_THROWS_WITH(connection_pool::lease(*pool), "out of memory");
+
+  auto next = on_detached_thread([pool] { return connection_pool::lease(*pool).failure().message; });
+  REQUIRE(finishes(next));
+  CHECK(next.get() == "connection refused");
+  CHECK(*opens == 2);
+}
+
+TEST_CASE("a holder that throws hands its connection to the next caller") {
+  postgres_backend backend;
+  if (!backend.ready()) {
+    std::cout << backend.why_not() << std::endl;
+    return;
+  }
+  auto pool = std::make_shared<connection_pool>(1, connect_to(backend.uri()));
+  CHECK_THROWS_WITH(pool->read([](PGconn*) -> stored<int> { throw std::runtime_error("a bug in a read"); }),
+                    "a bug in a read");
+
+  auto next = on_detached_thread([pool] {
+    return pool->read([](PGconn* c) -> stored<int> {
+      postgres::result r = run(c, "SELECT 1");
+      if (!r.ok()) return r.error(c, "select");
+      return static_cast<int>(r.int64(0, 0));
+    });
+  });
+  REQUIRE(finishes(next));
+  auto one = next.get();
+  REQUIRE(one.has_value());
+  CHECK(*one == 1);
+}
