@@ -2,16 +2,12 @@
 
 #include "runtime/tools/builtin_tools.hpp"
 #include "runtime/llm/http_llm_provider.hpp"
-#include "runtime/store/memory_store.hpp"
-#include "runtime/store/postgres/postgres_store.hpp"
 #include "runtime/random_ids.hpp"
-#include "runtime/store/sqlite/sqlite_store.hpp"
 #include "runtime/llm/scripted_provider.hpp"
 
 #include <boost/json.hpp>
 
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -167,44 +163,10 @@ resolved_model resolve_model(const model_options& o) {
   return {std::make_shared<http_llm_provider>(h, std::make_shared<http_client>()), model};
 }
 
-std::string default_store_uri() {
-  const std::string data = env("XDG_DATA_HOME");
-  const std::string home = env("HOME");
-  const std::string dir = !data.empty() ? data + "/troupe" : (home.empty() ? "." : home + "/.local/share/troupe");
-  return "sqlite:" + dir + "/troupe.db";
-}
-
-namespace {
-
-template <class Store>
-store_handle handle_of(std::shared_ptr<Store> s) {
-  return {s, s};
-}
-
-}  // namespace
-
-store_handle open_store(const std::string& uri, const std::string& fallback) {
-  const std::string u = uri.empty() ? fallback : uri;
-  if (u == "memory:" || u.empty()) return handle_of(std::make_shared<memory_store>());
-  if (u.rfind("sqlite:", 0) == 0) {
-    const std::string path = u.substr(7);
-    if (path.empty()) throw usage_error("--store sqlite: needs a path, e.g. sqlite:./troupe.db");
-    std::error_code ec;
-    if (const auto dir = std::filesystem::path(path).parent_path(); !dir.empty()) std::filesystem::create_directories(dir, ec);
-    try {
-      return handle_of(std::make_shared<sqlite_store>(path));
-    } catch (const std::exception& e) {
-      throw usage_error(e.what());
-    }
-  }
-  if (is_postgres_uri(u)) {
-    try {
-      return handle_of(std::make_shared<postgres_store>(u));
-    } catch (const std::exception& e) {
-      throw usage_error(e.what());
-    }
-  }
-  throw usage_error("unknown store " + u + " (memory:, sqlite:PATH or postgres://…)");
+store_handle store_for(const std::string& uri, const std::string& fallback) {
+  auto store = open_store(uri, fallback);
+  if (!store) throw usage_error(store.error().message);
+  return std::move(*store);
 }
 
 cli_session::cli_session(const model_options& o, const std::string& default_store) {
@@ -212,7 +174,7 @@ cli_session::cli_session(const model_options& o, const std::string& default_stor
   model = m.model;
   if (!o.user.empty() && !o.thread.empty()) throw usage_error("give --thread or --user, not both");
   // A conversation outlives the process, so it defaults to the durable store.
-  store = open_store(o.store, o.user.empty() ? default_store : default_store_uri());
+  store = store_for(o.store, o.user.empty() ? default_store : default_store_uri());
   thread_id = o.thread.empty() ? "cli:default" : o.thread;
   if (!o.user.empty()) {
     auto c = store.conversations->get_or_create_conversation({o.user, o.platform, o.chat_id});

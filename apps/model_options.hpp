@@ -4,6 +4,7 @@
 
 #include "actors/runtime.hpp"
 #include "runtime/store/conversation_store.hpp"
+#include "runtime/store/open_store.hpp"
 #include "strategy/context_policy.hpp"
 
 #include <CLI/CLI.hpp>
@@ -39,17 +40,9 @@ struct model_options {
   std::string chat_id = "default";
 };
 
-// One database's two faces: its threads and its conversations.
-struct store_handle {
-  std::shared_ptr<thread_store> threads;
-  std::shared_ptr<conversation_store> conversations;
-};
-
-// The store a --store URI names (memory:, sqlite:PATH, postgres://…,
-// postgresql://…); `fallback` when it is empty. Throws usage_error.
-store_handle open_store(const std::string& uri, const std::string& fallback);
-// sqlite:$XDG_DATA_HOME/troupe/troupe.db (or ~/.local/share/troupe/troupe.db).
-std::string default_store_uri();
+// The store a --store URI names (see runtime/store/open_store.hpp);
+// `fallback` when it is empty. Throws usage_error with the store's reason.
+store_handle store_for(const std::string& uri, const std::string& fallback);
 
 // The context policy the options describe, for `model`.
 context_policy policy_for(const model_options& o, const std::string& model);

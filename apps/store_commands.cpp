@@ -84,7 +84,7 @@ CLI::App* add_conversations_command(CLI::App& app, store_command_options& o) {
 }
 
 int run_threads(const store_command_options& o) {
-  const store_handle store = open_store(o.store, default_store_uri());
+  const store_handle store = store_for(o.store, default_store_uri());
   thread_store& threads = *store.threads;
   if (o.action == "list") {
     const auto ids = threads.list();
@@ -131,7 +131,7 @@ int run_threads(const store_command_options& o) {
 }
 
 int run_conversations(const store_command_options& o) {
-  const store_handle store = open_store(o.store, default_store_uri());
+  const store_handle store = store_for(o.store, default_store_uri());
   conversation_store& convs = *store.conversations;
   if (o.action == "list") {
     auto list = convs.list_conversations(o.user, o.limit, o.offset);
