@@ -1,5 +1,7 @@
 #include "runtime/llm/llm_errors.hpp"
 
+#include "runtime/llm/wire/json_fields.hpp"
+
 #include <boost/json/parse.hpp>
 
 #include <algorithm>
@@ -21,22 +23,15 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-std::string_view string_at(const json::object& o, std::string_view key) {
-  if (const auto* v = o.if_contains(key))
-    if (const auto* s = v->if_string()) return *s;
-  return {};
+// The error object of a body in either provider's shape. A field of the wrong
+// type in it is ignored: the call has failed already, and the status says how.
+std::optional<json_fields> error_object(const json::value& body, json_problem& ignored) {
+  if (const auto* o = body.if_object()) return json_fields(*o, "", ignored).object("error");
+  return std::nullopt;
 }
 
-// The error object of a body in either provider's shape, or null.
-const json::object* error_object(const json::value& body) {
-  if (const auto* o = body.if_object())
-    if (const auto* e = o->if_contains("error"))
-      if (const auto* eo = e->if_object()) return eo;
-  return nullptr;
-}
-
-bool mentions_context_length(const json::object& e) {
-  const std::string text = lower(std::string(string_at(e, "code")) + " " + std::string(string_at(e, "message")));
+bool mentions_context_length(const json_fields& e) {
+  const std::string text = lower(std::string(e.text("code")) + " " + std::string(e.text("message")));
   return text.find("context_length_exceeded") != std::string::npos ||
          text.find("context length") != std::string::npos ||
          text.find("prompt is too long") != std::string::npos ||
@@ -67,10 +62,11 @@ error_info classify_http_error(int status, std::string_view body, std::string_vi
 
   boost::system::error_code ec;
   const json::value parsed = json::parse(body, ec);
-  const json::object* detail = ec ? nullptr : error_object(parsed);
+  json_problem ignored;
+  const std::optional<json_fields> detail = ec ? std::nullopt : error_object(parsed, ignored);
   if (detail) {
-    e.message = std::string(string_at(*detail, "message"));
-    const std::string_view kind = string_at(*detail, "type");
+    e.message = std::string(detail->text("message"));
+    const std::string_view kind = detail->text("type");
     if (kind == "overloaded_error") e.type = "overloaded";
     else if (kind == "rate_limit_error") e.type = "rate_limited";
     else if (kind == "authentication_error") e.type = "auth";
@@ -90,17 +86,18 @@ error_info classify_stream_error(const json::value& error) {
   error_info e;
   e.type = "server";
   e.attempts = 1;
-  const json::object* o = error.if_object();
-  if (!o) {
+  if (!error.is_object()) {
     e.message = "the stream reported an error";
     return e;
   }
-  e.message = std::string(string_at(*o, "message"));
-  const std::string kind = lower(string_at(*o, "type")) + " " + lower(string_at(*o, "code"));
+  json_problem ignored;
+  const json_fields o(error.get_object(), "error", ignored);
+  e.message = std::string(o.text("message"));
+  const std::string kind = lower(o.text("type")) + " " + lower(o.text("code"));
   if (kind.find("overloaded") != std::string::npos) e.type = "overloaded";
   else if (kind.find("rate_limit") != std::string::npos) e.type = "rate_limited";
   else if (kind.find("invalid_request") != std::string::npos)
-    e.type = mentions_context_length(*o) ? "context_length_exceeded" : "bad_request";
+    e.type = mentions_context_length(o) ? "context_length_exceeded" : "bad_request";
   if (e.message.empty()) e.message = "the stream reported an error";
   return e;
 }

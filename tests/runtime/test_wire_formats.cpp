@@ -234,6 +234,13 @@ TEST_CASE("non-streaming responses") {
     CHECK(c.tool_calls[0].arguments == json::object{{"city", "Rome"}});
     CHECK(c.usage == token_usage{20, 11});
   }
+  SECTION("OpenAI, a choice of two fields (the message must survive the choice growing)") {
+    // Under AddressSanitizer this was a use after free: found by fuzz_responses.
+    const auto r = decode_openai_response("c", R"({"choices":[{"index":0,"message":{"content":"Short."}}]})");
+    CHECK(completion(r).text == "Short.");
+    const auto s = decode_openai_response("c", R"({"choices":[{"index":0,"message":"tolOct_calls"}]})");
+    CHECK(error_of(s).type == "malformed_response");
+  }
   SECTION("bodies that are not JSON") {
     CHECK(error_of(decode_openai_response("c", "<html>")).type == "malformed_response");
     CHECK(error_of(decode_anthropic_response("c", "")).type == "malformed_response");
@@ -328,4 +335,73 @@ TEST_CASE("retry delays back off with full jitter and honour retry-after") {
   CHECK(retry_delay(2, p, std::nullopt, 0.0).count() == 0);
   CHECK(retry_delay(2, p, 2.5, 0.1).count() == 2'500);            // the server's word wins
   CHECK(retry_delay(2, p, 60.0, 0.1).count() == 4'000);           // within reason
+}
+
+TEST_CASE("fields a model server gets wrong end the call as malformed, and never throw") {
+  auto openai_chunk = [](const std::string& data) {
+    return decode<openai_stream_decoder>("data: " + data + "\n\ndata: [DONE]\n\n").result;
+  };
+  auto anthropic_event = [](const std::string& data) {
+    return decode<anthropic_stream_decoder>("data: " + data + "\n\ndata: {\"type\":\"message_stop\"}\n\n").result;
+  };
+  const std::string call = R"({"choices":[{"delta":{"tool_calls":[{"index":INDEX,"function":{"name":"f"}}]}}]})";
+  auto with_index = [&](const std::string& index) {
+    return std::string(call).replace(call.find("INDEX"), 5, index);
+  };
+
+  SECTION("an OpenAI tool call with index -1 (the recorded stream)") {
+    const auto decoded = decode<openai_stream_decoder>(fixture("openai_negative_index.sse"));
+    const auto& e = error_of(decoded.result);
+    CHECK(e.type == "malformed_response");
+    CHECK_THAT(e.message, Catch::Contains("choices[0].delta.tool_calls[0].index"));
+  }
+  SECTION("an OpenAI tool call index that is a fraction, 2^63 as a double, or a string") {
+    for (const char* index : {"1.5", "9223372036854775808.0", "1e300", "\"0\""}) {
+      INFO(index);
+      CHECK(error_of(openai_chunk(with_index(index))).type == "malformed_response");
+    }
+  }
+  SECTION("an OpenAI tool call index that is a whole double is still an index") {
+    CHECK(completion(openai_chunk(with_index("0.0"))).tool_calls.at(0).name == "f");
+  }
+  SECTION("negative or absurd OpenAI token counts") {
+    CHECK(error_of(openai_chunk(R"({"choices":[],"usage":{"prompt_tokens":-3,"completion_tokens":1}})")).type ==
+          "malformed_response");
+    CHECK(error_of(openai_chunk(R"({"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1e300}})")).type ==
+          "malformed_response");
+  }
+  SECTION("OpenAI fields of the wrong type") {
+    CHECK(error_of(openai_chunk(R"({"choices":[{"delta":{"content":5}}]})")).type == "malformed_response");
+    CHECK(error_of(openai_chunk(R"({"choices":{"delta":{}}})")).type == "malformed_response");
+    CHECK(error_of(openai_chunk(R"({"choices":[7]})")).type == "malformed_response");
+  }
+  SECTION("an Anthropic content block index of -1 or 1e300") {
+    for (const char* index : {"-1", "1e300"}) {
+      INFO(index);
+      const std::string start = std::string(R"({"type":"content_block_start","index":)") + index +
+                                R"(,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}})";
+      CHECK(error_of(anthropic_event(start)).type == "malformed_response");
+    }
+  }
+  SECTION("Anthropic usage counts that do not fit") {
+    CHECK(error_of(anthropic_event(
+              R"({"type":"message_start","message":{"usage":{"input_tokens":9223372036854775807,"cache_read_input_tokens":9223372036854775807}}})"))
+              .type == "malformed_response");
+    CHECK(error_of(anthropic_event(R"({"type":"message_delta","usage":{"output_tokens":-1}})")).type ==
+          "malformed_response");
+  }
+  SECTION("non-streaming responses with fields of the wrong type") {
+    CHECK(error_of(decode_openai_response("c", R"({"choices":[{"message":{"tool_calls":[{"index":-1}]}}]})")).type ==
+          "malformed_response");
+    CHECK(error_of(decode_anthropic_response("c", R"({"content":[5],"usage":{"input_tokens":1}})")).type ==
+          "malformed_response");
+    CHECK(error_of(decode_anthropic_response("c", R"({"content":[],"usage":{"input_tokens":1.5e300}})")).type ==
+          "malformed_response");
+  }
+  SECTION("an error body whose fields have the wrong types is still typed by its status") {
+    const error_info e = classify_http_error(429, R"({"error":{"message":5,"type":[],"code":-1}})", "", 0);
+    CHECK(e.type == "rate_limited");
+    CHECK(e.message == "HTTP 429: {\"error\":{\"message\":5,\"type\":[],\"code\":-1}}");
+    CHECK(classify_stream_error(json::parse(R"({"message":{},"type":1e300})")).type == "server");
+  }
 }

@@ -1,6 +1,7 @@
 #include "runtime/llm/wire/anthropic_format.hpp"
 
 #include "runtime/llm/llm_errors.hpp"
+#include "runtime/llm/wire/json_fields.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -11,20 +12,21 @@ namespace json = boost::json;
 
 namespace {
 
-std::string_view str(const json::object& o, std::string_view key) {
-  if (const auto* v = o.if_contains(key))
-    if (const auto* s = v->if_string()) return *s;
-  return {};
+// Anthropic counts cached input apart: all of it was read by the model.
+std::optional<std::int64_t> input_tokens(const json_fields& usage) {
+  const auto fresh = usage.integer<std::int64_t>("input_tokens", 0, max_token_count);
+  const auto created = usage.integer<std::int64_t>("cache_creation_input_tokens", 0, max_token_count);
+  const auto read = usage.integer<std::int64_t>("cache_read_input_tokens", 0, max_token_count);
+  if (!fresh && !created && !read) return std::nullopt;
+  return fresh.value_or(0) + created.value_or(0) + read.value_or(0);
 }
 
-const json::object* obj(const json::object& o, std::string_view key) {
-  if (const auto* v = o.if_contains(key)) return v->if_object();
-  return nullptr;
-}
-
-std::optional<std::int64_t> integer(const json::object& o, std::string_view key) {
-  if (const auto* v = o.if_contains(key); v && v->is_number()) return v->to_number<std::int64_t>();
-  return std::nullopt;
+// Null when the object has neither count: unknown, not zero.
+std::optional<token_usage> usage_of(const json_fields& usage) {
+  const auto in = input_tokens(usage);
+  const auto out = usage.integer<std::int64_t>("output_tokens", 0, max_token_count);
+  if (!in && !out) return std::nullopt;
+  return token_usage{in.value_or(0), out.value_or(0)};
 }
 
 }  // namespace
@@ -80,54 +82,59 @@ void anthropic_stream_decoder::on_event(const sse_event& e) {
     malformed("an event's data is not a JSON object: " + e.data.substr(0, 200));
     return;
   }
-  const json::object& o = v.as_object();
+  json_problem problem;
+  read_event(json_fields(v.as_object(), "", problem), e.type);
+  if (problem) malformed("an event is malformed: " + *problem);
+}
+
+void anthropic_stream_decoder::read_event(const json_fields& o, std::string_view sse_type) {
   // The data's own "type" names the event; the SSE event name repeats it.
-  const std::string_view type = str(o, "type").empty() ? std::string_view(e.type) : str(o, "type");
+  const std::string_view type = o.text("type").empty() ? sse_type : o.text("type");
 
   if (type == "message_start") {
-    if (const auto* m = obj(o, "message"))
-      if (const auto* u = obj(*m, "usage")) {
-        token_usage t;
-        t.input_tokens = integer(*u, "input_tokens").value_or(0) +
-                         integer(*u, "cache_creation_input_tokens").value_or(0) +
-                         integer(*u, "cache_read_input_tokens").value_or(0);
-        t.output_tokens = integer(*u, "output_tokens").value_or(0);
-        usage_ = t;
-      }
+    if (const auto m = o.object("message"))
+      if (const auto u = m->object("usage")) usage_ = usage_of(*u);
   } else if (type == "content_block_start") {
-    const auto* block = obj(o, "content_block");
-    if (block && str(*block, "type") == "tool_use") {
-      tool_blocks_.emplace_back(integer(o, "index").value_or(-1), tool_calls_.size());
-      tool_calls_.push_back({std::string(str(*block, "id")), std::string(str(*block, "name")), {}});
-    } else if (block && str(*block, "type") == "text") {
-      text(str(*block, "text"));
+    const auto block = o.object("content_block");
+    const std::string_view kind = block ? block->text("type") : std::string_view{};
+    if (kind == "tool_use") {
+      const auto index = o.integer<std::size_t>("index");
+      if (!index) return o.note("index", "a tool_use block needs its index");
+      if (tool_calls_.size() >= max_tool_calls) return o.note("index", "too many tool calls");
+      tool_blocks_.emplace_back(*index, tool_calls_.size());
+      tool_calls_.push_back({std::string(block->text("id")), std::string(block->text("name")), {}});
+    } else if (kind == "text") {
+      text(block->text("text"));
     }
   } else if (type == "content_block_delta") {
-    const auto* delta = obj(o, "delta");
+    const auto delta = o.object("delta");
     if (!delta) return;
-    const std::string_view kind = str(*delta, "type");
+    const std::string_view kind = delta->text("type");
     if (kind == "text_delta") {
-      text(str(*delta, "text"));
+      text(delta->text("text"));
     } else if (kind == "thinking_delta") {
-      thinking(str(*delta, "thinking"));
+      thinking(delta->text("thinking"));
     } else if (kind == "input_json_delta") {
-      const std::int64_t index = integer(o, "index").value_or(-1);
+      const auto index = o.integer<std::size_t>("index");
+      if (!index) return o.note("index", "an input_json_delta needs its block's index");
       for (const auto& [block, call] : tool_blocks_)
-        if (block == index) tool_calls_[call].arguments += str(*delta, "partial_json");
+        if (block == *index) tool_calls_[call].arguments += delta->text("partial_json");
     }
   } else if (type == "message_delta") {
-    if (const auto* delta = obj(o, "delta"))
-      if (auto reason = str(*delta, "stop_reason"); !reason.empty()) finish_reason_ = reason;
-    if (const auto* u = obj(o, "usage")) {
+    if (const auto delta = o.object("delta"))
+      if (auto reason = delta->text("stop_reason"); !reason.empty()) finish_reason_ = reason;
+    if (const auto u = o.object("usage")) {
       // Cumulative: the latest count replaces the earlier ones.
-      if (!usage_) usage_ = token_usage{};
-      if (auto out = integer(*u, "output_tokens")) usage_->output_tokens = *out;
-      if (auto in = integer(*u, "input_tokens")) usage_->input_tokens = *in;
+      const auto in = input_tokens(*u);
+      const auto out = u->integer<std::int64_t>("output_tokens", 0, max_token_count);
+      if ((in || out) && !usage_) usage_ = token_usage{};
+      if (out) usage_->output_tokens = *out;
+      if (in) usage_->input_tokens = *in;
     }
   } else if (type == "message_stop") {
     complete({});
   } else if (type == "error") {
-    const json::value* err = o.if_contains("error");
+    const json::value* err = o.value("error");
     fail(classify_stream_error(err ? *err : json::value(nullptr)));
   }
   // ping, content_block_stop and events added later need nothing.
@@ -138,28 +145,31 @@ llm_result decode_anthropic_response(const std::string& call_id, std::string_vie
   const json::value v = json::parse(body, ec);
   if (ec || !v.is_object())
     return {call_id, error_info::of(error_type::malformed_response, "the response is not a JSON object", 1)};
-  const json::object& o = v.as_object();
-  if (str(o, "type") == "error") {
-    const json::value* err = o.if_contains("error");
+  json_problem problem;
+  const json_fields o(v.as_object(), "", problem);
+  if (o.text("type") == "error") {
+    const json::value* err = o.value("error");
     return {call_id, classify_stream_error(err ? *err : json::value(nullptr))};
   }
   llm_completion c;
-  if (const auto* content = o.if_contains("content"); content && content->is_array()) {
-    for (const json::value& b : content->as_array()) {
-      const json::object* block = b.if_object();
-      if (!block) continue;
-      if (str(*block, "type") == "text") c.text += str(*block, "text");
-      else if (str(*block, "type") == "thinking") c.thinking += str(*block, "thinking");
-      else if (str(*block, "type") == "tool_use") {
-        const json::value* input = block->if_contains("input");
-        c.tool_calls.push_back(assemble_tool_call(std::string(str(*block, "id")), std::string(str(*block, "name")),
+  if (const json::array* content = o.array("content")) {
+    for (std::size_t i = 0; i < content->size(); ++i) {
+      const auto block = o.element(*content, "content", i);
+      if (!block) break;
+      const std::string_view kind = block->text("type");
+      if (kind == "text") c.text += block->text("text");
+      else if (kind == "thinking") c.thinking += block->text("thinking");
+      else if (kind == "tool_use") {
+        const json::value* input = block->value("input");
+        c.tool_calls.push_back(assemble_tool_call(std::string(block->text("id")), std::string(block->text("name")),
                                                   input ? json::serialize(*input) : std::string()));
       }
     }
   }
-  c.finish_reason = str(o, "stop_reason");
-  if (const auto* u = obj(o, "usage"))
-    c.usage = token_usage{integer(*u, "input_tokens").value_or(0), integer(*u, "output_tokens").value_or(0)};
+  c.finish_reason = o.text("stop_reason");
+  if (const auto u = o.object("usage")) c.usage = usage_of(*u);
+  if (problem)
+    return {call_id, error_info::of(error_type::malformed_response, "the response is malformed: " + *problem, 1)};
   return {call_id, std::move(c)};
 }
 

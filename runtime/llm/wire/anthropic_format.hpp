@@ -8,6 +8,8 @@
 
 namespace troupe {
 
+class json_fields;
+
 // The request body for POST {base}/v1/messages: system messages become the
 // top-level system prompt; an assistant's tool calls become tool_use blocks;
 // consecutive tool results become tool_result blocks of one user message (the
@@ -25,8 +27,10 @@ class anthropic_stream_decoder final : public stream_decoder {
   void on_event(const sse_event& e) override;
 
  private:
+  void read_event(const json_fields& o, std::string_view sse_type);
+
   // Content block index -> position in tool_calls_, for tool_use blocks.
-  std::vector<std::pair<std::int64_t, std::size_t>> tool_blocks_;
+  std::vector<std::pair<std::size_t, std::size_t>> tool_blocks_;
 };
 
 // A non-streaming response body.

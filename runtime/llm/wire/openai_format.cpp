@@ -2,6 +2,7 @@
 
 #include "runtime/llm/llm_errors.hpp"
 #include "signals/json_text.hpp"
+#include "runtime/llm/wire/json_fields.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -14,20 +15,15 @@ namespace {
 
 json::value text_or_null(const std::string& s) { return s.empty() ? json::value(nullptr) : json::value(s); }
 
-std::optional<token_usage> usage_of(const json::value* u) {
-  if (!u || !u->is_object()) return std::nullopt;
-  const json::object& o = u->as_object();
-  token_usage t;
-  if (const auto* p = o.if_contains("prompt_tokens"); p && p->is_number()) t.input_tokens = p->to_number<std::int64_t>();
-  if (const auto* c = o.if_contains("completion_tokens"); c && c->is_number())
-    t.output_tokens = c->to_number<std::int64_t>();
-  return t;
-}
-
-std::string_view str(const json::object& o, std::string_view key) {
-  if (const auto* v = o.if_contains(key))
-    if (const auto* s = v->if_string()) return *s;
-  return {};
+// Null when the chunk carries no usage (or a problem was noted).
+std::optional<token_usage> usage_of(const json_fields& chunk) {
+  const auto u = chunk.object("usage");
+  if (!u) return std::nullopt;
+  const auto in = u->integer<std::int64_t>("prompt_tokens", 0, max_token_count);
+  const auto out = u->integer<std::int64_t>("completion_tokens", 0, max_token_count);
+  // A usage object without either count says nothing: unknown, not zero.
+  if (!in && !out) return std::nullopt;
+  return token_usage{in.value_or(0), out.value_or(0)};
 }
 
 }  // namespace
@@ -85,46 +81,49 @@ void openai_stream_decoder::on_event(const sse_event& e) {
     malformed("a stream chunk is not a JSON object: " + e.data.substr(0, 200));
     return;
   }
-  const json::object& o = chunk.as_object();
-  if (const auto* err = o.if_contains("error")) {
+  json_problem problem;
+  read_chunk(json_fields(chunk.as_object(), "", problem));
+  if (problem) malformed("a stream chunk is malformed: " + *problem);
+}
+
+void openai_stream_decoder::read_chunk(const json_fields& chunk) {
+  if (const json::value* err = chunk.value("error")) {
     fail(classify_stream_error(*err));
     return;
   }
-  if (auto u = usage_of(o.if_contains("usage"))) usage_ = u;
-  const json::value* choices = o.if_contains("choices");
-  if (!choices || !choices->is_array() || choices->as_array().empty()) return;
-  const json::value& first = choices->as_array().front();
-  if (!first.is_object()) return;
-  const json::object& choice = first.as_object();
-  if (const auto* d = choice.if_contains("delta"); d && d->is_object()) {
-    const json::object& delta = d->as_object();
-    text(str(delta, "content"));
-    thinking(str(delta, "reasoning_content"));
-    if (const auto* calls = delta.if_contains("tool_calls"); calls && calls->is_array()) {
-      const json::array& list = calls->as_array();
-      for (std::size_t position = 0; position < list.size(); ++position) {
-        if (!list[position].is_object()) continue;
-        const json::object& call = list[position].as_object();
+  if (auto u = usage_of(chunk)) usage_ = u;
+  const json::array* choices = chunk.array("choices");
+  if (!choices || choices->empty()) return;
+  const auto choice = chunk.element(*choices, "choices", 0);
+  if (!choice) return;
+  if (const auto delta = choice->object("delta")) {
+    text(delta->text("content"));
+    thinking(delta->text("reasoning_content"));
+    if (const json::array* calls = delta->array("tool_calls")) {
+      for (std::size_t position = 0; position < calls->size(); ++position) {
+        const auto call = delta->element(*calls, "tool_calls", position);
+        if (!call) return;
         // By index; by position in this delta when a server leaves it out.
-        std::size_t index = position;
-        if (const auto* i = call.if_contains("index"); i && i->is_number()) index = i->to_number<std::size_t>();
-        if (index > 1024) {
-          malformed("a tool call index out of range");
+        const auto given = call->integer<std::size_t>("index", 0, max_tool_calls - 1);
+        if (!given && call->value("index")) return;  // noted as a problem
+        const std::size_t index = given.value_or(position);
+        if (index >= max_tool_calls) {
+          call->note("index", "more tool calls than " + std::to_string(max_tool_calls));
           return;
         }
         if (tool_calls_.size() <= index) tool_calls_.resize(index + 1);
         partial_tool_call& p = tool_calls_[index];
         // The id and the name come with the first fragment.
-        if (p.id.empty()) p.id = str(call, "id");
-        if (const auto* f = call.if_contains("function"); f && f->is_object()) {
-          if (p.name.empty()) p.name = str(f->as_object(), "name");
-          p.arguments += str(f->as_object(), "arguments");
+        if (p.id.empty()) p.id = call->text("id");
+        if (const auto f = call->object("function")) {
+          if (p.name.empty()) p.name = f->text("name");
+          p.arguments += f->text("arguments");
         }
       }
     }
   }
   // The finish reason comes before the usage chunk and [DONE]: remember it.
-  if (auto reason = str(choice, "finish_reason"); !reason.empty()) finish_reason_ = reason;
+  if (auto reason = choice->text("finish_reason"); !reason.empty()) finish_reason_ = reason;
 }
 
 llm_result decode_openai_response(const std::string& call_id, std::string_view body) {
@@ -137,7 +136,12 @@ llm_result decode_openai_response(const std::string& call_id, std::string_view b
   // A whole message reads like one chunk whose delta is the message.
   if (auto* choices = o.if_contains("choices"); choices && choices->is_array() && !choices->as_array().empty())
     if (auto* c = choices->as_array().front().if_object())
-      if (auto* m = c->if_contains("message")) (*c)["delta"] = *m;
+      if (const auto* m = c->if_contains("message")) {
+        // Copied first: inserting "delta" may rehash the object and move the
+        // message `m` points to (a fuzzer found the use after free).
+        json::value message = *m;
+        (*c)["delta"] = std::move(message);
+      }
   d.on_event(sse_event{"message", json::serialize(o), ""});
   d.on_event(sse_event{"message", "[DONE]", ""});
   return d.finish();

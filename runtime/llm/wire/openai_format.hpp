@@ -9,6 +9,8 @@
 
 namespace troupe {
 
+class json_fields;
+
 // The request body for POST {base}/chat/completions. Streaming asks for the
 // final usage chunk (stream_options.include_usage).
 boost::json::object openai_request_body(const llm_stream& request, bool stream);
@@ -21,6 +23,9 @@ class openai_stream_decoder final : public stream_decoder {
  public:
   using stream_decoder::stream_decoder;
   void on_event(const sse_event& e) override;
+
+ private:
+  void read_chunk(const json_fields& chunk);
 };
 
 // A non-streaming response body.

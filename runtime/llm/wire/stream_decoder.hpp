@@ -7,12 +7,20 @@
 #include "signals/llm_delta.hpp"
 #include "signals/llm_result.hpp"
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace troupe {
+
+// Limits on what a response may claim, beyond which it is malformed. Token
+// counts are summed over many calls and must never overflow; tool calls are
+// kept by index, which must not make us allocate without bound.
+inline constexpr std::int64_t max_token_count = 1'000'000'000'000;
+inline constexpr std::size_t max_tool_calls = 1024;
 
 class stream_decoder {
  public:
