@@ -12,7 +12,7 @@ namespace troupe {
 // std::invalid_argument.
 std::shared_ptr<const react_config> make_react_config(const agent_spec& spec, const tool_registry& tools);
 
-caf::actor spawn_agent_actor(caf::actor_system& sys, std::shared_ptr<const agent_spec> spec,
+agent_actor spawn_agent_actor(caf::actor_system& sys, std::shared_ptr<const agent_spec> spec,
                              std::shared_ptr<runtime_context> ctx,
                              std::shared_ptr<const react_config> config);
 

@@ -43,8 +43,13 @@ struct ask_options {
   std::string thread_id{};  // empty: the agent's default thread
   std::string request_id{}; // empty: one is made up
   query_overrides overrides{};
+  // Past this the request ends with deadline_exceeded and is cancelled;
+  // unset: the agent spec's request_deadline.
+  std::optional<std::chrono::milliseconds> deadline{};
   // Called for every stream event of the request, on a runtime thread; keep
-  // it short. The last event is always a request_finished_event.
+  // it short. The last event is always a request_finished_event. A callback
+  // that throws ends the request with callback_failed (reported as
+  // telemetry callback.failed); the runtime carries on.
   std::function<void(const stream_event&)> on_event{};
   // Called once with the reply, on a runtime thread, without subscribing to
   // the stream: the cheap way to chain requests without blocking.
@@ -101,7 +106,9 @@ class runtime {
 
   tool_registry& tools();
   // Registers a tool that asks another agent: the tool's single "question"
-  // argument becomes the other agent's query and its answer the result.
+  // argument becomes the other agent's query and its answer the result. No
+  // thread waits for the answer (the tool is asynchronous), so nested agents
+  // never starve the tool workers.
   void add_agent_tool(std::string tool_name, std::string agent_id, std::string description,
                       std::chrono::milliseconds timeout = std::chrono::seconds(120));
 
@@ -121,7 +128,7 @@ class runtime {
 
  private:
   std::shared_ptr<agent::impl_ref> impl_ref_;
-  impl* impl_;
+  std::shared_ptr<impl> impl_;
 };
 
 }  // namespace troupe

@@ -3,7 +3,8 @@
 // store, tools, workers, telemetry) and where to find each other. Created by
 // the runtime facade; every actor holds a shared pointer to it.
 
-#include "actors/messages.hpp"
+#include "actors/actor_pool.hpp"
+#include "actors/protocols.hpp"
 #include "runtime/telemetry/telemetry.hpp"
 #include "runtime/store/thread_store.hpp"
 #include "runtime/tools/tool_registry.hpp"
@@ -18,35 +19,12 @@
 
 namespace troupe {
 
-// A fixed number of executor actors; a slot is refilled when its executor is
-// restarted. An agent always uses the slot its key maps to.
-class executor_pool {
- public:
-  caf::actor pick(std::size_t key) const {
-    std::lock_guard lock(mutex_);
-    return slots_.empty() ? caf::actor{} : slots_[key % slots_.size()];
-  }
-  void set(std::size_t slot, caf::actor a) {
-    std::lock_guard lock(mutex_);
-    if (slots_.size() <= slot) slots_.resize(slot + 1);
-    slots_[slot] = std::move(a);
-  }
-  std::vector<caf::actor> all() const {
-    std::lock_guard lock(mutex_);
-    return slots_;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::vector<caf::actor> slots_;
-};
-
 // Agents by id, pointing at the current incarnation of each.
 class agent_directory {
  public:
-  void put(const std::string& id, caf::actor a) {
+  void put(const std::string& id, agent_actor a, std::chrono::milliseconds deadline) {
     std::lock_guard lock(mutex_);
-    agents_[id] = std::move(a);
+    agents_[id] = entry{std::move(a), deadline};
   }
   void erase(const std::string& id) {
     std::lock_guard lock(mutex_);
@@ -64,7 +42,18 @@ class agent_directory {
     if (it == failed_.end()) return std::nullopt;
     return it->second;
   }
-  std::optional<caf::actor> find(const std::string& id) const {
+  std::optional<agent_actor> find(const std::string& id) const {
+    std::lock_guard lock(mutex_);
+    auto it = agents_.find(id);
+    if (it == agents_.end()) return std::nullopt;
+    return it->second.actor;
+  }
+  // The agent and its spec's request deadline, for an ask.
+  struct entry {
+    agent_actor actor;
+    std::chrono::milliseconds deadline;
+  };
+  std::optional<entry> find_entry(const std::string& id) const {
     std::lock_guard lock(mutex_);
     auto it = agents_.find(id);
     if (it == agents_.end()) return std::nullopt;
@@ -79,7 +68,7 @@ class agent_directory {
 
  private:
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, caf::actor> agents_;
+  std::unordered_map<std::string, entry> agents_;
   std::unordered_map<std::string, std::string> failed_;
 };
 
@@ -89,8 +78,8 @@ struct runtime_context {
   std::shared_ptr<telemetry_sink> telemetry;
   tool_registry tools;
   std::unique_ptr<worker_pool> workers;
-  executor_pool llm_executors;
-  executor_pool tool_executors;
+  actor_pool<llm_executor_actor> llm_executors;
+  actor_pool<tool_executor_actor> tool_executors;
   agent_directory agents;
   int max_restarts = 3;
   std::chrono::milliseconds restart_window{5'000};

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <memory>
+#include <shared_mutex>
 #include <vector>
 
 namespace troupe {
@@ -16,24 +17,28 @@ struct runtime::impl {
   ~impl();
   void shutdown();
   request ask(const std::string& agent_id, std::string question, ask_options options);
-  const caf::actor& broker_for(const std::string& agent_id) const;
+  broker_actor broker_for(const std::string& agent_id) const;
 
   runtime_options options;
   caf::actor_system_config config;
   std::unique_ptr<caf::actor_system> system;
   std::shared_ptr<runtime_context> ctx;
-  caf::actor supervisor;
-  std::vector<caf::actor> brokers;  // one per scheduler thread, by agent id
+  supervisor_actor supervisor;
+  actor_pool<broker_actor> brokers;  // one per scheduler thread, by agent id
   std::atomic<bool> stopped{false};
+  // Asks hold it shared while they check `stopped` and hand the request to
+  // a broker; shutdown takes it to set `stopped`. So every ask either is
+  // refused or reaches a broker before the brokers' shutdown, which ends it.
+  std::shared_mutex accepting;
   std::weak_ptr<agent::impl_ref> self_ref;
 };
 
 // What agent and request handles hold: it outlives the runtime object, and is
-// emptied when the runtime is destroyed.
+// emptied when the runtime is destroyed. Handles may be used from any thread
+// while that happens, so they take a reference of their own (atomically)
+// for as long as a call lasts.
 struct agent::impl_ref {
-  std::unique_ptr<runtime::impl> impl;
+  std::atomic<std::shared_ptr<runtime::impl>> impl;
 };
 
 }  // namespace troupe
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<troupe::request::state>)

@@ -1,7 +1,6 @@
 #include "actors/supervisor.hpp"
 
 #include "actors/agent_actor.hpp"
-#include "actors/executors.hpp"
 
 #include <chrono>
 #include <vector>
@@ -16,7 +15,7 @@ using steady = std::chrono::steady_clock;
 struct child {
   std::shared_ptr<const agent_spec> spec;
   std::shared_ptr<const react_config> config;
-  caf::actor actor;
+  agent_actor actor;
   // Restarts within the window. A vector: an empty std::deque allocates
   // about 600 bytes, and most agents never restart.
   std::vector<steady::time_point> restarts;
@@ -24,47 +23,32 @@ struct child {
   std::vector<caf::response_promise> stop_waiters;  // answered once it is down
 };
 
-struct executor_slot {
-  bool llm;  // else tools
-  std::size_t index;
-};
-
 struct supervisor_state {
   static inline const char* name = "troupe.supervisor";
   std::shared_ptr<runtime_context> ctx;
   std::unordered_map<std::string, child> agents;
   std::unordered_map<caf::actor_addr, std::string> agent_of;
-  std::unordered_map<caf::actor_addr, executor_slot> executors;
   std::vector<caf::response_promise> shutdown_waiters;
   bool shutting_down = false;
 };
 
-using supervisor_self = caf::stateful_actor<supervisor_state>;
+using supervisor_self = supervisor_actor::stateful_pointer<supervisor_state>;
 
-void start_executor(supervisor_self* self, executor_slot slot) {
-  auto& ctx = *self->state.ctx;
-  caf::actor a = slot.llm ? spawn_llm_executor(self->system(), self->state.ctx)
-                          : spawn_tool_executor(self->system(), self->state.ctx);
-  self->monitor(a);
-  self->state.executors[a.address()] = slot;
-  (slot.llm ? ctx.llm_executors : ctx.tool_executors).set(slot.index, std::move(a));
-}
-
-void start_agent(supervisor_self* self, child& c) {
+void start_agent(supervisor_self self, child& c) {
   c.actor = spawn_agent_actor(self->system(), c.spec, self->state.ctx, c.config);
   self->monitor(c.actor);
   self->state.agent_of[c.actor.address()] = c.spec->id;
-  self->state.ctx->agents.put(c.spec->id, c.actor);
+  self->state.ctx->agents.put(c.spec->id, c.actor, c.spec->request_deadline);
 }
 
-void maybe_finish_shutdown(supervisor_self* self) {
+void maybe_finish_shutdown(supervisor_self self) {
   auto& st = self->state;
   if (!st.shutting_down || !st.agents.empty()) return;
   for (auto& p : st.shutdown_waiters) p.deliver(true);
   st.shutdown_waiters.clear();
 }
 
-void on_agent_down(supervisor_self* self, const std::string& id, const caf::error& reason) {
+void on_agent_down(supervisor_self self, const std::string& id, const caf::error& reason) {
   auto& st = self->state;
   auto it = st.agents.find(id);
   if (it == st.agents.end()) return;
@@ -107,21 +91,10 @@ void on_agent_down(supervisor_self* self, const std::string& id, const caf::erro
     });
 }
 
-caf::behavior supervisor(supervisor_self* self, std::shared_ptr<runtime_context> ctx,
-                         std::size_t executors) {
+supervisor_actor::behavior_type supervisor(supervisor_self self, std::shared_ptr<runtime_context> ctx) {
   self->state.ctx = std::move(ctx);
-  for (std::size_t i = 0; i < executors; ++i) {
-    start_executor(self, {true, i});
-    start_executor(self, {false, i});
-  }
   self->set_down_handler([self](caf::down_msg& m) {
     auto& st = self->state;
-    if (auto e = st.executors.find(m.source); e != st.executors.end()) {
-      const executor_slot slot = e->second;
-      st.executors.erase(e);
-      if (!st.shutting_down) start_executor(self, slot);
-      return;
-    }
     if (auto a = st.agent_of.find(m.source); a != st.agent_of.end()) {
       const std::string id = a->second;
       st.agent_of.erase(a);
@@ -130,7 +103,7 @@ caf::behavior supervisor(supervisor_self* self, std::shared_ptr<runtime_context>
   });
   return {
       [self](spawn_atom, std::shared_ptr<const agent_spec> spec,
-             std::shared_ptr<const react_config> config) -> caf::result<caf::actor> {
+             std::shared_ptr<const react_config> config) -> caf::result<agent_actor> {
         auto& st = self->state;
         if (st.shutting_down) return caf::make_error(caf::sec::runtime_error, "the runtime is shutting down");
         if (st.agents.count(spec->id))
@@ -162,9 +135,8 @@ caf::behavior supervisor(supervisor_self* self, std::shared_ptr<runtime_context>
 
 }  // namespace
 
-caf::actor spawn_supervisor(caf::actor_system& sys, std::shared_ptr<runtime_context> ctx,
-                            std::size_t executors) {
-  return sys.spawn(supervisor, std::move(ctx), executors);
+supervisor_actor spawn_supervisor(caf::actor_system& sys, std::shared_ptr<runtime_context> ctx) {
+  return sys.spawn(supervisor, std::move(ctx));
 }
 
 }  // namespace troupe

@@ -37,6 +37,7 @@ inline constexpr const char* agent_crashed = "agent_crashed";
 inline constexpr const char* agent_stopped = "agent_stopped";
 inline constexpr const char* agent_failed = "agent_failed";
 inline constexpr const char* executor_crashed = "executor_crashed";
+inline constexpr const char* broker_crashed = "broker_crashed";
 inline constexpr const char* store_failed = "store_failed";
 // model calls (see runtime/llm/llm_errors.hpp for the HTTP ones)
 inline constexpr const char* provider_failed = "provider_failed";

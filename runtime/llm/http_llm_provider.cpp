@@ -110,6 +110,7 @@ std::unique_ptr<llm_call> http_llm_provider::stream(const llm_stream& request, l
   r.first_byte_timeout = options_.first_byte_timeout;
   r.idle_timeout = options_.idle_timeout;
   r.total_timeout = options_.total_timeout;
+  r.max_response_bytes = options_.max_response_bytes;
   {
     std::lock_guard lock(live_mutex_);
     live_.insert(call);
@@ -129,7 +130,7 @@ void http_llm_provider::attempt(const std::shared_ptr<call_state>& call) {
   call->retry_after.clear();
   call->error_body.clear();
   call->whole_body.clear();
-  call->sse = sse_parser{};
+  call->sse = sse_parser{options_.max_event_bytes};
   auto on_delta = [call](llm_delta d) {
     // Runs inside on_body, which already holds the call's mutex.
     call->streamed = true;
@@ -146,16 +147,20 @@ void http_llm_provider::attempt(const std::shared_ptr<call_state>& call) {
     call->status = head.status;
     call->retry_after = std::string(head.header("retry-after"));
   };
-  cb.on_body = [call, stream = options_.stream](std::string_view bytes) {
+  cb.on_body = [call, stream = options_.stream](std::string_view bytes) -> std::optional<error_info> {
     std::lock_guard lock(call->mutex);
-    if (call->cancelled) return;
+    if (call->cancelled) return std::nullopt;
     if (call->status != 200) {
       if (call->error_body.size() < 64 * 1024) call->error_body.append(bytes);
     } else if (stream) {
       call->sse.feed(bytes, [&](const sse_event& e) { call->decoder->on_event(e); });
+      if (call->sse.overflowed())
+        return error_info::of(error_type::response_too_large,
+                              "a streamed event exceeded " + std::to_string(call->sse.max_event_bytes()) + " bytes", 1);
     } else {
       call->whole_body.append(bytes);
     }
+    return std::nullopt;
   };
   cb.on_done = [this, call](std::optional<error_info> transport_error) {
     finish_attempt(call, std::move(transport_error));

@@ -13,6 +13,7 @@
 #include "runtime/llm/llm_errors.hpp"
 #include "runtime/llm/llm_provider.hpp"
 #include "runtime/net/timer_queue.hpp"
+#include "runtime/llm/wire/sse_parser.hpp"
 
 #include <atomic>
 #include <memory>
@@ -34,6 +35,12 @@ struct http_provider_options {
   std::chrono::milliseconds first_byte_timeout{60'000};
   std::chrono::milliseconds idle_timeout{60'000};
   std::chrono::milliseconds total_timeout{600'000};
+  // Caps on what a server may send, beyond which the call fails with
+  // response_too_large (never retried: the server would send it again). A
+  // streamed event, with the line being read:
+  std::size_t max_event_bytes = default_max_event_bytes;
+  // A whole response body, streamed or not (the streamed text is kept too):
+  std::size_t max_response_bytes = 32 * 1024 * 1024;
   std::string anthropic_version = "2023-06-01";
 };
 

@@ -54,6 +54,9 @@ struct transfer {
   steady::time_point started;
   steady::time_point last_byte;
   bool got_byte = false;
+  // Set when one of this transfer's callbacks threw: the transfer ends with it.
+  std::optional<error_info> failure;
+  std::size_t received = 0;  // body bytes
 
   ~transfer() {
     if (header_list) curl_slist_free_all(header_list);
@@ -67,21 +70,39 @@ struct transfer {
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
     if (status) head.status = static_cast<int>(status);
     std::lock_guard lock(gate);
-    if (!cancelled && callbacks.on_head) callbacks.on_head(head);
+    if (!cancelled && callbacks.on_head) guarded([&] { callbacks.on_head(head); });
+  }
+
+  // Runs one of the caller's callbacks on the I/O thread, which serves every
+  // other transfer too: an exception fails this transfer only (curl is told
+  // to abort it, and on_done reports callback_failed).
+  template <class F>
+  bool guarded(F&& f) {
+    try {
+      f();
+      return true;
+    } catch (const std::exception& e) {
+      failure = error_info::of(error_type::callback_failed, std::string("a response callback threw: ") + e.what(), 1);
+    } catch (...) {
+      failure = error_info::of(error_type::callback_failed, "a response callback threw a non-standard exception", 1);
+    }
+    return false;
   }
 
   static size_t on_header(char* data, size_t size, size_t n, void* self) {
     auto* t = static_cast<transfer*>(self);
     const std::string_view line(data, size * n);
     t->touch();
-    if (line.rfind("HTTP/", 0) == 0) {  // a new status line: a fresh set of headers
-      t->head.headers.clear();
-      const auto space = line.find(' ');
-      if (space != std::string_view::npos) t->head.status = std::atoi(std::string(line.substr(space + 1, 3)).c_str());
-    } else if (const auto colon = line.find(':'); colon != std::string_view::npos) {
-      t->head.headers.emplace_back(lower(trim(line.substr(0, colon))), std::string(trim(line.substr(colon + 1))));
-    }
-    return size * n;
+    const bool kept = t->guarded([&] {
+      if (line.rfind("HTTP/", 0) == 0) {  // a new status line: a fresh set of headers
+        t->head.headers.clear();
+        const auto space = line.find(' ');
+        if (space != std::string_view::npos) t->head.status = std::atoi(std::string(line.substr(space + 1, 3)).c_str());
+      } else if (const auto colon = line.find(':'); colon != std::string_view::npos) {
+        t->head.headers.emplace_back(lower(trim(line.substr(0, colon))), std::string(trim(line.substr(colon + 1))));
+      }
+    });
+    return kept ? size * n : 0;  // 0 makes curl abort the transfer
   }
 
   static size_t on_write(char* data, size_t size, size_t n, void* self) {
@@ -89,9 +110,19 @@ struct transfer {
     t->touch();
     t->send_head();
     std::lock_guard lock(t->gate);
-    if (t->cancelled) return 0;  // makes curl abort the transfer
-    if (t->callbacks.on_body) t->callbacks.on_body(std::string_view(data, size * n));
-    return size * n;
+    if (t->cancelled || t->failure) return 0;  // makes curl abort the transfer
+    t->received += size * n;
+    const std::size_t cap = t->request.max_response_bytes;
+    if (cap && t->received > cap) {
+      t->failure = error_info::of(error_type::response_too_large,
+                                  "the response exceeded " + std::to_string(cap) + " bytes", 1);
+      return 0;
+    }
+    if (!t->callbacks.on_body) return size * n;
+    t->guarded([&] {
+      if (auto refused = t->callbacks.on_body(std::string_view(data, size * n))) t->failure = std::move(refused);
+    });
+    return t->failure ? 0 : size * n;
   }
 
   void touch() {
@@ -215,10 +246,13 @@ struct http_client::impl {
 
   void done(transfer& t, std::optional<error_info> error) {
     if (!error) t.send_head();
+    // curl's own code for an aborted write says less than what the callback threw.
+    if (t.failure) error = t.failure;
     std::lock_guard lock(t.gate);
     if (t.cancelled) return;
     t.cancelled = true;  // nothing after on_done
-    if (t.callbacks.on_done) t.callbacks.on_done(std::move(error));
+    // The last callback: if it throws, there is no one left to tell.
+    if (t.callbacks.on_done) t.guarded([&] { t.callbacks.on_done(std::move(error)); });
   }
 
   void finish_done() {

@@ -4,13 +4,16 @@
 // proxies from the usual environment variables (http_proxy, https_proxy,
 // no_proxy), come from libcurl.
 //
-// Callbacks run on the I/O thread and must not block. cancel() aborts a
+// Callbacks run on the I/O thread and must not block. One that throws fails
+// its own transfer (on_done gets a callback_failed error; an exception from
+// on_done itself is dropped) and never the thread. cancel() aborts a
 // transfer at once: when it returns, none of that transfer's callbacks is
 // running and none will start.
 
 #include "signals/error_info.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -31,6 +34,9 @@ struct http_request {
   std::chrono::milliseconds first_byte_timeout{60'000};  // from the start to the first response byte
   std::chrono::milliseconds idle_timeout{60'000};        // between two received chunks
   std::chrono::milliseconds total_timeout{600'000};
+  // The most body bytes taken (0: no limit); beyond, the transfer ends with
+  // response_too_large.
+  std::size_t max_response_bytes = 0;
 };
 
 struct http_response_head {
@@ -42,9 +48,11 @@ struct http_response_head {
 
 struct http_callbacks {
   std::function<void(const http_response_head&)> on_head;  // once, before the body
-  std::function<void(std::string_view)> on_body;           // each chunk as it arrives
+  // Each chunk as it arrives. An error returned ends the transfer: on_done gets it.
+  std::function<std::optional<error_info>(std::string_view)> on_body;
   // Once, last: nullopt when the response arrived whole, else why not
-  // (types network and timeout). Not called after cancel().
+  // (types network, timeout, response_too_large, callback_failed, or what
+  // on_body returned). Not called after cancel().
   std::function<void(std::optional<error_info>)> on_done;
 };
 

@@ -53,9 +53,18 @@ struct retry_policy {
 using tool_function =
     std::function<boost::json::value(const boost::json::object& arguments, const tool_context&)>;
 
+// A tool whose work answers by itself later (another agent, a remote
+// server): it starts the work, returns at once, and `finish` is called with
+// the outcome, once, from any thread. No thread waits meanwhile. It returns
+// what stops the work early (on a timeout or cancel), or an empty function.
+using tool_finish = std::function<void(tool_outcome)>;
+using async_tool_function = std::function<std::function<void()>(const boost::json::object& arguments,
+                                                                const tool_context&, tool_finish finish)>;
+
 struct tool {
   tool_spec spec;
-  tool_function run;
+  tool_function run;          // set this one...
+  async_tool_function start;  // ...or this one
   std::chrono::milliseconds timeout{30'000};
   retry_policy retry;
   // A tool that may block (I/O, sleeping, waiting on another agent) runs on

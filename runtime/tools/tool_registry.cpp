@@ -59,19 +59,45 @@ std::optional<error_info> registered_tool::validate(const boost::json::object& a
   return error_info::of(error_type::invalid_arguments, message);
 }
 
+namespace {
+
+// What a tool threw, as the typed error the model reads.
+template <class Body>
+auto typed_failures(const tool_context& ctx, Body&& body, const auto& on_error) {
+  try {
+    return body();
+  } catch (const tool_failure& f) {
+    return on_error(error_info::of(f.type, f.what(), ctx.attempt), f.retryable);
+  } catch (const std::exception& e) {
+    return on_error(error_info::of(error_type::tool_failed, e.what(), ctx.attempt), false);
+  } catch (...) {
+    return on_error(error_info::of(error_type::tool_failed, "the tool failed with an unknown exception", ctx.attempt),
+                    false);
+  }
+}
+
+}  // namespace
+
 tool_attempt registered_tool::run_once(const boost::json::object& arguments,
                                        const tool_context& ctx) const {
   if (auto invalid = validate(arguments)) return {*invalid, false};
-  try {
-    return {tool_.run(arguments, ctx), false};
-  } catch (const tool_failure& f) {
-    return {error_info::of(f.type, f.what(), ctx.attempt), f.retryable};
-  } catch (const std::exception& e) {
-    return {error_info::of(error_type::tool_failed, e.what(), ctx.attempt), false};
-  } catch (...) {
-    return {error_info::of(error_type::tool_failed, "the tool failed with an unknown exception", ctx.attempt),
-            false};
+  return typed_failures(
+      ctx, [&] { return tool_attempt{tool_.run(arguments, ctx), false}; },
+      [](error_info e, bool retryable) { return tool_attempt{std::move(e), retryable}; });
+}
+
+std::function<void()> registered_tool::start_once(const boost::json::object& arguments, const tool_context& ctx,
+                                                   tool_finish finish) const {
+  if (auto invalid = validate(arguments)) {
+    finish(std::move(*invalid));
+    return {};
   }
+  return typed_failures(
+      ctx, [&] { return tool_.start(arguments, ctx, finish); },
+      [&](error_info e, bool) {
+        finish(std::move(e));
+        return std::function<void()>{};
+      });
 }
 
 tool_registry::tool_registry() = default;
@@ -79,7 +105,8 @@ tool_registry::~tool_registry() = default;
 
 void tool_registry::add(tool t) {
   if (t.spec.name.empty()) throw std::invalid_argument("a tool needs a name");
-  if (!t.run) throw std::invalid_argument("tool \"" + t.spec.name + "\" has no function");
+  if (!t.run == !t.start)
+    throw std::invalid_argument("tool \"" + t.spec.name + "\" needs either a function or an asynchronous start");
   auto compiled = std::make_shared<const registered_tool>(std::move(t));
   std::unique_lock lock(mutex_);
   tools_[compiled->definition().spec.name] = std::move(compiled);

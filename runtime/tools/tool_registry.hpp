@@ -55,6 +55,12 @@ class registered_tool {
   // Validates, then runs the function once. Never throws: exceptions become
   // typed errors (tool_failure keeps its type, anything else is tool_failed).
   tool_attempt run_once(const boost::json::object& arguments, const tool_context& ctx) const;
+  // For an asynchronous tool: validates, then starts it. Never throws:
+  // invalid arguments and exceptions from start() reach `finish` as errors.
+  // Returns what stops the work, or an empty function.
+  std::function<void()> start_once(const boost::json::object& arguments, const tool_context& ctx,
+                                   tool_finish finish) const;
+  bool is_async() const { return static_cast<bool>(tool_.start); }
 
  private:
   struct compiled_schema;

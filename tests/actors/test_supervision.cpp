@@ -14,12 +14,12 @@ namespace json = boost::json;
 
 namespace {
 
-void kill(runtime& rt, const caf::actor& a) {
+void kill(runtime& rt, const agent_actor& a) {
   caf::anon_send_exit(a, caf::exit_reason::kill);
   (void)rt;
 }
 
-caf::actor current_actor(runtime& rt, const std::string& id) {
+agent_actor current_actor(runtime& rt, const std::string& id) {
   auto a = rt.internals().ctx->agents.find(id);
   REQUIRE(a);
   return *a;
@@ -39,7 +39,7 @@ TEST_CASE("a crashed agent is restarted with its thread, and its request fails w
   const ask_options o = open_on_first_delta(streaming);
   request in_flight = a.ask("a question the agent will not live to answer", o);
   REQUIRE(streaming.wait());
-  const caf::actor before = current_actor(rt, "a");
+  const agent_actor before = current_actor(rt, "a");
   kill(rt, before);
 
   const reply r = must_reply(in_flight);
@@ -60,7 +60,7 @@ TEST_CASE("a crashed agent is restarted with its thread, and its request fails w
   }
 }
 
-TEST_CASE("a tool call in flight when the agent died gets an interrupted result on restart") {
+TEST_CASE("a tool call in flight when the agent died gets an interrupted result when its thread is loaded again") {
   auto sink = std::make_shared<recording_sink>();
   gate tool_running, release;
   auto model = std::make_shared<scripted_provider>(std::vector<scripted_reply>{
@@ -79,11 +79,11 @@ TEST_CASE("a tool call in flight when the agent died gets an interrupted result 
   REQUIRE(sink->wait_for(telemetry_kind::agent_restarted, 1, patience));
   release.open();
 
+  CHECK(answer_of(must_reply(a.ask("and now?"))) == "recovered");
   const auto t = a.snapshot();
   REQUIRE(t);
   CHECK(every_call_answered(*t));
   CHECK(t->of_kind(entry_kind::tool_result).at(0)->payload.at("error").at("type") == "interrupted");
-  CHECK(answer_of(must_reply(a.ask("and now?"))) == "recovered");
 }
 
 TEST_CASE("past its restart intensity an agent is given up on and the failure reported") {

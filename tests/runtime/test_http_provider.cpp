@@ -11,6 +11,9 @@
 #include "support/fixtures.hpp"
 
 #include <condition_variable>
+#include <functional>
+#include <future>
+#include <stdexcept>
 #include <fstream>
 #include <sstream>
 
@@ -237,4 +240,136 @@ TEST_CASE("an Anthropic stream over HTTP") {
   CHECK(req.header("anthropic-version") == "2023-06-01");
   CHECK(req.header("authorization").empty());
   CHECK(json::parse(req.body).at("max_tokens") == 4096);
+}
+
+TEST_CASE("a malformed stream fails its call, and the client serves the next one") {
+  http_test_server server;
+  auto client = std::make_shared<http_client>();
+  http_llm_provider provider(options(server), client);
+  server.respond(scripted_http_response::sse(fixture("openai_negative_index.sse"), 5));
+  server.respond(scripted_http_response::sse(fixture("openai_text.sse")));
+
+  call_probe bad;
+  bad.handle = provider.stream(request(), bad.callbacks());
+  const error_info& e = error_of(bad.wait());
+  CHECK(e.type == "malformed_response");
+  CHECK(e.attempts == 1);
+
+  call_probe good;
+  good.handle = provider.stream(request(), good.callbacks());
+  CHECK(std::get<llm_completion>(good.wait().outcome).text == "Hello, world");
+}
+
+TEST_CASE("a callback that throws fails its own transfer, never the I/O thread") {
+  http_test_server server;
+  http_client client;
+  struct outcome {
+    std::mutex m;
+    std::condition_variable cv;
+    std::optional<std::optional<error_info>> done;
+    std::optional<error_info> wait() {
+      std::unique_lock lock(m);
+      REQUIRE(cv.wait_for(lock, 10s, [&] { return done.has_value(); }));
+      return *done;
+    }
+  };
+  using body_callback = std::function<std::optional<error_info>(std::string_view)>;
+  auto start = [&](outcome& o, body_callback on_body,
+                   std::function<void(const http_response_head&)> on_head = {}) {
+    http_request r;
+    r.url = server.base_url() + "/";
+    client.start(r, {std::move(on_head), std::move(on_body), [&o](std::optional<error_info> e) {
+                       std::lock_guard lock(o.m);
+                       o.done = std::move(e);
+                       o.cv.notify_all();
+                     }});
+  };
+  auto served_after = [&] {
+    server.respond(scripted_http_response::json(200, "{}"));
+    outcome next;
+    std::string body;
+    start(next, [&](std::string_view b) {
+      body += b;
+      return std::optional<error_info>{};
+    });
+    CHECK(!next.wait());
+    CHECK(body == "{}");
+  };
+
+  SECTION("on_body") {
+    server.respond(scripted_http_response::sse(fixture("openai_text.sse"), 16));
+    outcome thrown;
+    start(thrown, [](std::string_view) -> std::optional<error_info> { throw std::out_of_range("index -1"); });
+    const auto e = thrown.wait();
+    REQUIRE(e);
+    CHECK(e->type == "callback_failed");
+    CHECK_THAT(e->message, Catch::Contains("index -1"));
+    served_after();
+  }
+  SECTION("on_head, with something that is not a std::exception") {
+    server.respond(scripted_http_response::json(200, "{}"));
+    outcome thrown;
+    start(thrown, body_callback{}, [](const http_response_head&) { throw 42; });
+    const auto e = thrown.wait();
+    REQUIRE(e);
+    CHECK(e->type == "callback_failed");
+    served_after();
+  }
+  SECTION("on_done") {
+    server.respond(scripted_http_response::json(200, "{}"));
+    std::promise<void> called;
+    http_request r;
+    r.url = server.base_url() + "/";
+    client.start(r, {{}, {}, [&](std::optional<error_info>) {
+                       called.set_value();
+                       throw std::runtime_error("after the end");
+                     }});
+    called.get_future().wait();
+    served_after();
+  }
+}
+
+TEST_CASE("responses larger than the provider's caps fail with response_too_large, unretried") {
+  http_test_server server;
+  auto client = std::make_shared<http_client>();
+  http_provider_options o = options(server);
+  o.max_event_bytes = 1024;
+  o.max_response_bytes = 64 * 1024;
+  call_probe p;
+
+  SECTION("one streamed event past the event cap") {
+    http_llm_provider provider(o, client);
+    server.respond(scripted_http_response::sse("data: {\"choices\":[{\"delta\":{\"content\":\"" + std::string(4096, 'a') +
+                                               "\"}}]}\n\ndata: [DONE]\n\n", 512));
+    p.handle = provider.stream(request(), p.callbacks());
+    const error_info& e = error_of(p.wait());
+    CHECK(e.type == "response_too_large");
+    CHECK(e.attempts == 1);
+    CHECK(server.request_count() == 1);
+  }
+  SECTION("a stream of small events past the response cap") {
+    http_llm_provider provider(o, client);
+    std::string events;
+    while (events.size() <= o.max_response_bytes) events += "data: {\"choices\":[{\"delta\":{\"content\":\"ab\"}}]}\n\n";
+    server.respond(scripted_http_response::sse(events + "data: [DONE]\n\n", 4096));
+    p.handle = provider.stream(request(), p.callbacks());
+    CHECK(error_of(p.wait()).type == "response_too_large");
+  }
+  SECTION("a non-streaming body past the response cap") {
+    o.stream = false;
+    http_llm_provider provider(o, client);
+    server.respond(scripted_http_response::json(
+        200, R"({"choices":[{"message":{"content":")" + std::string(o.max_response_bytes, 'a') + R"("}}]})"));
+    p.handle = provider.stream(request(), p.callbacks());
+    CHECK(error_of(p.wait()).type == "response_too_large");
+    CHECK(server.request_count() == 1);
+  }
+  SECTION("a body just within the caps is decoded") {
+    o.stream = false;
+    http_llm_provider provider(o, client);
+    server.respond(scripted_http_response::json(200, R"({"choices":[{"message":{"content":")" +
+                                                         std::string(60 * 1024, 'a') + R"("}}]})"));
+    p.handle = provider.stream(request(), p.callbacks());
+    CHECK(std::get<llm_completion>(p.wait().outcome).text.size() == 60 * 1024);
+  }
 }

@@ -130,3 +130,34 @@ TEST_CASE("random bytes never crash the parser and split the same way") {
     REQUIRE(same(parse(bytes, random_cuts(bytes.size(), rng)), whole));
   }
 }
+
+TEST_CASE("an event may not grow past the parser's cap") {
+  std::vector<sse_event> events;
+  auto collect = [&](const sse_event& e) { events.push_back(e); };
+
+  SECTION("an event within the cap is dispatched") {
+    sse_parser p(64);
+    p.feed("data: " + std::string(50, 'x') + "\n\n", collect);
+    CHECK(!p.overflowed());
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].data == std::string(50, 'x'));
+  }
+  SECTION("data lines that together pass the cap stop the parser") {
+    sse_parser p(64);
+    p.feed("data: " + std::string(40, 'x') + "\ndata: " + std::string(40, 'y') + "\n\ndata: next\n\n", collect);
+    CHECK(p.overflowed());
+    CHECK(events.empty());
+  }
+  SECTION("a line that never ends stops the parser, however it is fed") {
+    sse_parser p(1024);
+    for (int i = 0; i < 100; ++i) p.feed(std::string(100, 'z'), collect);
+    CHECK(p.overflowed());
+    CHECK(events.empty());
+  }
+  SECTION("the cap is per event: many events of any total size pass") {
+    sse_parser p(64);
+    for (int i = 0; i < 1000; ++i) p.feed("data: " + std::string(40, 'x') + "\n\n", collect);
+    CHECK(!p.overflowed());
+    CHECK(events.size() == 1000);
+  }
+}

@@ -8,7 +8,12 @@
 // when the stream ends is not dispatched. Bytes are fed as they arrive, split
 // anywhere (UTF-8 sequences included): the events are the same however the
 // bytes are split.
+//
+// An event (with the line being read) may hold at most max_event_bytes: a
+// server that never ends a line or an event must not take all our memory.
+// Past the cap the parser stops, and overflowed() says why.
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,12 +27,18 @@ struct sse_event {
   std::string last_event_id;
 };
 
+inline constexpr std::size_t default_max_event_bytes = 4 * 1024 * 1024;
+
 class sse_parser {
  public:
-  // Parses `bytes`, calling on_event(const sse_event&) for every complete event.
+  explicit sse_parser(std::size_t max_event_bytes = default_max_event_bytes) : max_event_bytes_(max_event_bytes) {}
+
+  // Parses `bytes`, calling on_event(const sse_event&) for every complete
+  // event. Does nothing once overflowed.
   template <class OnEvent>
   void feed(std::string_view bytes, OnEvent&& on_event) {
     for (char c : bytes) {
+      if (overflowed_) return;
       if (after_cr_ && c == '\n') {  // the LF of a CRLF split across reads
         after_cr_ = false;
         continue;
@@ -38,9 +49,17 @@ class sse_parser {
         line(on_event);
         continue;
       }
+      if (line_.size() + data_.size() >= max_event_bytes_) {
+        overflowed_ = true;
+        return;
+      }
       line_.push_back(c);
     }
   }
+
+  // An event grew past max_event_bytes; nothing more is parsed.
+  bool overflowed() const { return overflowed_; }
+  std::size_t max_event_bytes() const { return max_event_bytes_; }
 
   // The reconnection time a retry: field asked for, in milliseconds.
   std::optional<std::int64_t> retry_ms() const { return retry_ms_; }
@@ -83,6 +102,8 @@ class sse_parser {
   bool after_cr_ = false;
   bool first_line_ = true;
   std::optional<std::int64_t> retry_ms_;
+  std::size_t max_event_bytes_;
+  bool overflowed_ = false;
 };
 
 }  // namespace troupe

@@ -1,0 +1,141 @@
+#include "actors/broker.hpp"
+
+#include "actors/request_state.hpp"
+
+#include <unordered_map>
+
+namespace troupe {
+
+namespace {
+
+reply failed(const std::string& request_id, const char* type, std::string message) {
+  return reply{request_id, error_info::of(type, std::move(message)), {}, 0};
+}
+
+struct pending_request {
+  std::shared_ptr<request::state> state;
+  agent_actor agent;
+};
+
+struct broker_state {
+  static inline const char* name = "troupe.broker";
+  std::shared_ptr<runtime_context> ctx;
+  std::unordered_map<std::string, pending_request> pending;
+
+  // A broker that dies (it should not: callbacks are guarded) still ends
+  // every request it held; its pool starts another.
+  ~broker_state() {
+    for (auto& [id, p] : pending)
+      p.state->settle(failed(id, error_type::broker_crashed, "the runtime's broker for this request stopped"));
+  }
+};
+
+using broker_self = broker_actor::stateful_pointer<broker_state>;
+
+class broker_logic {
+ public:
+  explicit broker_logic(broker_self self) : self_(self), st_(self->state) {}
+
+  void ask(query q, agent_actor agent, std::shared_ptr<request::state> s) {
+    const std::string id = q.request_id;
+    const event_sink_actor events = s->on_event ? caf::actor_cast<event_sink_actor>(self_) : event_sink_actor{};
+    const auto deadline = s->deadline;
+    st_.pending[id] = pending_request{std::move(s), agent};
+    self_->request(agent, deadline, ask_atom::value, std::move(q), events)
+        .then([self = self_, id](reply& r) { broker_logic(self).end(id, std::move(r)); },
+              [self = self_, id, deadline](caf::error& e) { broker_logic(self).no_answer(id, e, deadline); });
+  }
+
+  void cancel(const std::string& request_id, const std::string& reason) {
+    auto it = st_.pending.find(request_id);
+    if (it != st_.pending.end()) self_->send(it->second.agent, cancel_atom::value, request_id, reason);
+  }
+
+  void event(const stream_event& e) {
+    const std::string& id = std::visit(
+        [](const auto& x) -> const std::string& {
+          if constexpr (requires { x.request_id; }) return x.request_id;
+          else return x.result.request_id;
+        },
+        e);
+    auto it = st_.pending.find(id);
+    if (it == st_.pending.end()) return;
+    if (auto thrown = it->second.state->notify(e)) {
+      report_callback_failure(*it->second.state, *thrown);
+      // The caller cannot follow the request any more: stop it.
+      self_->send(it->second.agent, cancel_atom::value, id, "the caller's on_event callback threw");
+      end(id, failed(id, error_type::callback_failed, "on_event threw: " + *thrown));
+    }
+  }
+
+  void shutdown() {
+    for (auto& [id, p] : st_.pending)
+      p.state->settle(failed(id, error_type::shutdown, "the runtime shut down before the request finished"));
+    st_.pending.clear();
+  }
+
+ private:
+  void end(const std::string& id, reply r) {
+    auto it = st_.pending.find(id);
+    if (it == st_.pending.end()) return;  // ended already (a callback failed)
+    pending_request p = std::move(it->second);
+    st_.pending.erase(it);
+    if (auto thrown = p.state->settle(std::move(r))) report_callback_failure(*p.state, *thrown);
+  }
+
+  void report_callback_failure(const request::state& s, const std::string& what) {
+    st_.ctx->emit(telemetry_kind::callback_failed, [&] {
+      return telemetry_event{telemetry_kind::callback_failed, s.agent_id, {}, s.id, {}, {}, 0, 0, what};
+    });
+  }
+
+  void no_answer(const std::string& id, const caf::error& e, std::chrono::milliseconds deadline) {
+    auto it = st_.pending.find(id);
+    if (it == st_.pending.end()) return;
+    const std::string& agent_id = it->second.state->agent_id;
+    if (e == caf::sec::request_timeout) {
+      self_->send(it->second.agent, cancel_atom::value, id, "the request's deadline passed");
+      end(id, failed(id, error_type::deadline_exceeded,
+                     "agent " + agent_id + " did not answer within " + std::to_string(deadline.count()) + " ms"));
+    } else if (e == caf::sec::request_receiver_down) {
+      // The agent was gone before it took the ask.
+      end(id, st_.ctx->shutting_down ? failed(id, error_type::shutdown, "the runtime is shutting down")
+                                     : failed(id, error_type::agent_stopped,
+                                              "agent " + agent_id + " stopped before answering"));
+    } else {
+      end(id, failed(id, error_type::agent_crashed,
+                     "agent " + agent_id + " failed to answer: " + self_->system().render(e)));
+    }
+  }
+
+  broker_self self_;
+  broker_state& st_;
+};
+
+broker_actor::behavior_type broker(broker_self self, std::shared_ptr<runtime_context> ctx) {
+  self->state.ctx = std::move(ctx);
+  return {
+      [self](ask_atom, query& q, agent_actor& agent, std::shared_ptr<request::state>& s) {
+        broker_logic(self).ask(std::move(q), std::move(agent), std::move(s));
+      },
+      // Cancels travel the asks' path, so a cancel never overtakes its ask.
+      [self](cancel_atom, const std::string& request_id, const std::string& reason) {
+        broker_logic(self).cancel(request_id, reason);
+      },
+      [self](event_atom, const stream_event& e) { broker_logic(self).event(e); },
+      [self](stats_atom) -> std::size_t { return self->state.pending.size(); },
+      [self](shutdown_atom) -> bool {
+        broker_logic(self).shutdown();
+        self->quit();
+        return true;
+      },
+  };
+}
+
+}  // namespace
+
+broker_actor spawn_broker(caf::actor_system& sys, std::shared_ptr<runtime_context> ctx) {
+  return sys.spawn(broker, std::move(ctx));
+}
+
+}  // namespace troupe

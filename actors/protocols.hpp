@@ -1,0 +1,113 @@
+#pragma once
+// The actors' protocols, declared once: every message between troupe's actors
+// with its answer, so that the compiler checks both ends. Requests are
+// correlated by CAF (request(...).then(...) and response promises), never by
+// hand-passed reply handles. All messages stay within one process, so
+// troupe's value types travel as they are (CAF's "unsafe" local message
+// types) instead of being serialised.
+
+#include "actors/agent_spec.hpp"
+#include "actors/runtime.hpp"
+#include "actors/stream_event.hpp"
+#include "directives/directive.hpp"
+#include "runtime/llm/llm_provider.hpp"
+#include "signals/signal.hpp"
+#include "strategy/react_config.hpp"
+#include "strategy/thread.hpp"
+
+#include <caf/all.hpp>
+
+#include <memory>
+
+namespace troupe {
+
+using ask_atom = caf::atom_constant<caf::atom("ask")>;
+using signal_atom = caf::atom_constant<caf::atom("signal")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
+using stop_atom = caf::atom_constant<caf::atom("stop")>;
+using event_atom = caf::atom_constant<caf::atom("event")>;
+using exec_atom = caf::atom_constant<caf::atom("exec")>;
+using done_atom = caf::atom_constant<caf::atom("done")>;
+using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
+using retry_atom = caf::atom_constant<caf::atom("retry")>;
+using spawn_atom = caf::atom_constant<caf::atom("spawn")>;
+using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+
+// Where a request's stream events go: the broker that asked. An invalid
+// handle means nobody subscribed.
+using event_sink_actor = caf::typed_actor<caf::reacts_to<event_atom, stream_event>>;
+
+// What an agent holds in memory, for tests and tools.
+struct agent_stats {
+  std::size_t loaded_threads = 0;
+  std::size_t running_requests = 0;  // running and queued
+};
+
+// An agent. An ask is answered with the request's reply once it ends (the
+// agent answers every ask it accepted: with the answer, a typed error, or
+// agent_crashed if it dies first); stream events go to the sink meanwhile.
+// Signals are the executors' deltas; a cancel names a request and a reason.
+using agent_actor = caf::typed_actor<
+    caf::replies_to<ask_atom, query, event_sink_actor>::with<reply>,
+    caf::reacts_to<signal_atom, std::string, signal>,
+    caf::reacts_to<cancel_atom, std::string, std::string>,
+    caf::replies_to<snapshot_atom, std::string>::with<thread_view>,
+    caf::replies_to<stats_atom>::with<agent_stats>,
+    caf::reacts_to<stop_atom>>;
+
+// Model calls. exec answers with the call's result once it ends (or
+// executor_crashed); deltas go to the agent as signals while it streams.
+// done carries a result from the provider's own thread back to the executor.
+using llm_executor_actor = caf::typed_actor<
+    caf::replies_to<exec_atom, std::shared_ptr<const llm_stream>, agent_actor, std::string,
+                    std::shared_ptr<llm_provider>>::with<llm_result>,
+    caf::reacts_to<cancel_atom, std::string>,
+    caf::reacts_to<done_atom, llm_result>>;
+
+// Tool calls. exec (tool call, thread id, agent id) answers with the tool's
+// result: its outcome, a timeout, or executor_crashed. The other messages
+// are the executor's own: a worker's or an asynchronous tool's outcome, a
+// retry after backoff, a timeout.
+using tool_executor_actor = caf::typed_actor<
+    caf::replies_to<exec_atom, std::shared_ptr<const tool_exec>, std::string, std::string>::with<tool_result>,
+    caf::reacts_to<cancel_atom, std::string, std::string>,
+    caf::reacts_to<done_atom, std::string, int, tool_outcome, bool>,
+    caf::reacts_to<retry_atom, std::string, int>,
+    caf::reacts_to<timeout_atom, std::string>>;
+
+// The facade's side of requests: it asks agents for the embedding program,
+// runs its callbacks, routes cancels behind their asks and enforces
+// deadlines. Also the event sink of the requests it asked.
+using broker_actor = caf::typed_actor<
+    caf::reacts_to<ask_atom, query, agent_actor, std::shared_ptr<request::state>>,
+    caf::reacts_to<cancel_atom, std::string, std::string>,
+    caf::reacts_to<event_atom, stream_event>,
+    caf::replies_to<stats_atom>::with<std::size_t>,
+    caf::replies_to<shutdown_atom>::with<bool>>;
+
+// Starts and restarts agents (see supervisor.hpp).
+using supervisor_actor = caf::typed_actor<
+    caf::replies_to<spawn_atom, std::shared_ptr<const agent_spec>, std::shared_ptr<const react_config>>::with<
+        agent_actor>,
+    caf::replies_to<stop_atom, std::string>::with<bool>,
+    caf::replies_to<shutdown_atom>::with<bool>>;
+
+}  // namespace troupe
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::query)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::signal)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::llm_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::tool_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::tool_outcome)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::thread_view)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::stream_event)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::agent_stats)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const troupe::llm_stream>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const troupe::tool_exec>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const troupe::agent_spec>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<troupe::llm_provider>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const troupe::react_config>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<troupe::request::state>)

@@ -1,0 +1,97 @@
+#pragma once
+// The threads an agent holds in memory. A thread is loaded from the store
+// when an ask first needs it (repaired if its writer died mid-turn) and
+// unloaded once idle when the agent holds more than `max_loaded`, or when it
+// has been idle longer than `idle_after`: the store is the truth, and the
+// next ask loads it again. No actors here; `Slot` is the agent's per-thread
+// record and says when it is idle.
+
+#include "runtime/store/thread_store.hpp"
+#include "strategy/react_thread.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <list>
+#include <string>
+#include <unordered_map>
+
+namespace troupe {
+
+struct thread_limits {
+  std::size_t max_loaded = 10'000;
+  std::chrono::milliseconds idle_after{std::chrono::minutes(30)};
+};
+
+// The thread as the store holds it, ready to continue: a new one if the
+// store has none; tool calls its previous writer left without results get
+// `interrupted` results, kept only if they could be stored (unrepaired, they
+// are left out of every context: a unit is sent whole or not at all).
+stored<react_thread> load_thread(thread_store& store, const std::string& thread_id, id_source& ids,
+                                 std::int64_t now_ms);
+react_thread recovered(thread_store& store, thread t, id_source& ids, std::int64_t now_ms);
+
+template <class Slot>
+class thread_table {
+ public:
+  explicit thread_table(thread_limits limits = {}) : limits_(limits) {}
+
+  Slot* find(const std::string& thread_id) {
+    auto it = slots_.find(thread_id);
+    return it == slots_.end() ? nullptr : &it->second.slot;
+  }
+
+  Slot& insert(const std::string& thread_id, Slot slot, std::int64_t now_ms) {
+    lru_.push_back(thread_id);
+    auto [it, _] = slots_.emplace(thread_id, entry{std::move(slot), std::prev(lru_.end()), now_ms});
+    return it->second.slot;
+  }
+
+  // Marks a thread as just used: it is unloaded last.
+  void touch(const std::string& thread_id, std::int64_t now_ms) {
+    auto it = slots_.find(thread_id);
+    if (it == slots_.end()) return;
+    lru_.splice(lru_.end(), lru_, it->second.at);
+    it->second.last_used_ms = now_ms;
+  }
+
+  // Unloads idle threads, least recently used first, while there are too
+  // many or they have been idle too long. Busy threads stay. Calls
+  // `on_unload(thread_id)` for each. Cost: the threads it unloads plus the
+  // busy ones it steps over.
+  template <class OnUnload>
+  void evict(std::int64_t now_ms, OnUnload&& on_unload) {
+    const std::int64_t idle_ms = limits_.idle_after.count();
+    for (auto at = lru_.begin(); at != lru_.end();) {
+      auto it = slots_.find(*at);
+      const bool too_many = slots_.size() > limits_.max_loaded;
+      const bool expired = now_ms - it->second.last_used_ms > idle_ms;
+      if (!too_many && !expired) break;  // the rest were used more recently
+      if (!it->second.slot.idle()) {
+        ++at;
+        continue;
+      }
+      const std::string id = *at;
+      at = lru_.erase(at);
+      slots_.erase(it);
+      on_unload(id);
+    }
+  }
+
+  template <class F>
+  void for_each(F&& f) {
+    for (auto& [id, e] : slots_) f(id, e.slot);
+  }
+  std::size_t size() const { return slots_.size(); }
+
+ private:
+  struct entry {
+    Slot slot;
+    std::list<std::string>::iterator at;
+    std::int64_t last_used_ms;
+  };
+  thread_limits limits_;
+  std::unordered_map<std::string, entry> slots_;  // node-based: references stay valid
+  std::list<std::string> lru_;                    // least recently used first
+};
+
+}  // namespace troupe

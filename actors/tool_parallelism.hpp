@@ -1,0 +1,49 @@
+#pragma once
+// The tool calls of one model turn: at most `limit` run at once, the rest
+// wait in call order. Pure: the agent hands out what ready() returns.
+
+#include "directives/tool_exec.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+class tool_parallelism {
+ public:
+  void add(tool_exec x) { waiting_.push_back(std::move(x)); }
+
+  // The calls to start now, each counted as running.
+  std::vector<tool_exec> ready(std::size_t limit) {
+    std::vector<tool_exec> out;
+    while (!waiting_.empty() && running_.size() < limit) {
+      running_.push_back(waiting_.front().tool_call_id);
+      out.push_back(std::move(waiting_.front()));
+      waiting_.pop_front();
+    }
+    return out;
+  }
+
+  // False if the call was not running (a late or stale result).
+  bool finished(const std::string& tool_call_id) {
+    auto it = std::find(running_.begin(), running_.end(), tool_call_id);
+    if (it == running_.end()) return false;
+    running_.erase(it);
+    return true;
+  }
+
+  const std::vector<std::string>& running() const { return running_; }
+  void clear() {
+    waiting_.clear();
+    running_.clear();
+  }
+
+ private:
+  std::deque<tool_exec> waiting_;
+  std::vector<std::string> running_;
+};
+
+}  // namespace troupe
