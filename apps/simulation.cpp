@@ -102,7 +102,9 @@ class driver {
          model_time_sink& model_time, bool streaming)
       : o_(o), progress_(progress), agents_(agents), model_time_(model_time), streaming_(streaming),
         next_turn_(agents.size(), 0), running_(agents.size()), turn_started_(agents.size()) {
-    for (std::size_t i = 0; i < agents.size(); ++i) ready_.push_back(i);
+    // No turns: nothing to start (a turn started anyway would never count).
+    if (o.turns > 0)
+      for (std::size_t i = 0; i < agents.size(); ++i) ready_.push_back(i);
     limit_ = o.concurrency ? o.concurrency : agents.size();
     total_ = agents.size() * o.turns;
   }
