@@ -23,7 +23,12 @@ sqlite3_stmt* connection::prepared(const std::string& sql) {
   if (it != statements_.end()) return it->second;
   sqlite3_stmt* s = nullptr;
   if (sqlite3_prepare_v3(db_, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK) return nullptr;
-  statements_.emplace(sql, s);
+  try {
+    statements_.emplace(sql, s);
+  } catch (...) {
+    sqlite3_finalize(s);  // not cached, so nothing else would ever finalize it
+    throw;
+  }
   return s;
 }
 
