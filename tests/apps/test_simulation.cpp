@@ -25,6 +25,15 @@ TEST_CASE("a simulation without tools answers at once") {
   CHECK(r.tool_calls == 0);
 }
 
+TEST_CASE("a simulation of no turns ends at once, however many agents") {
+  simulation_progress progress;
+  const simulation_report r = run_simulation({.agents = 2'000, .turns = 0}, progress);
+  CHECK(r.agents == 2'000);
+  CHECK(r.turns_completed == 0);
+  CHECK(r.turns_failed == 0);
+  CHECK(r.llm_calls == 0);
+}
+
 // Against a model server: the test suite's local HTTP server.
 
 #include "runtime/llm/http_llm_provider.hpp"
