@@ -85,7 +85,12 @@ connection_pool::opener connect_to(std::string conninfo) {
   return [conninfo = std::move(conninfo)](std::string& why) -> PGconn* {
     PGconn* c = PQconnectdb(conninfo.c_str());
     if (PQstatus(c) == CONNECTION_OK) {
-      run(c, "SET client_min_messages = warning");
+      try {
+        run(c, "SET client_min_messages = warning");
+      } catch (...) {
+        PQfinish(c);  // the pool never saw it
+        throw;
+      }
       return c;
     }
     why = trimmed_message(PQerrorMessage(c));

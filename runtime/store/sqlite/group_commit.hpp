@@ -33,8 +33,8 @@ struct write_job {
   std::condition_variable wake = {};
 };
 
-// Transactions the writer has committed, and commits they carried: their
-// ratio is the group commit's batching.
+// Transactions the writer has run (failed ones too), and commits they
+// carried: their ratio is the group commit's batching.
 struct commit_stats {
   std::uint64_t transactions = 0;
   std::uint64_t commits = 0;
