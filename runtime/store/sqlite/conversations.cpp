@@ -60,6 +60,7 @@ stored<conversation> sqlite_store::get_or_create_conversation(const conversation
   const std::vector<std::string> args{key.user_id, key.platform, key.platform_identifier};
   {
     sqlite::reader_pool::reader r(*readers_);
+    if (!r) return r.failure();
     auto found = select_conversation(*r, active_key, args);
     if (found || found.error().type != "not_found") return found;
   }
@@ -93,6 +94,7 @@ stored<conversation> sqlite_store::get_or_create_conversation(const conversation
 
 stored<conversation> sqlite_store::find_conversation(const std::string& conversation_id) {
   sqlite::reader_pool::reader r(*readers_);
+  if (!r) return r.failure();
   auto found = select_conversation(*r, "id = ?", {conversation_id});
   if (!found && found.error().type == "not_found") return conversation_not_found(conversation_id);
   return found;
@@ -100,6 +102,7 @@ stored<conversation> sqlite_store::find_conversation(const std::string& conversa
 
 stored<std::vector<entry>> sqlite_store::history(const std::string& conversation_id, std::size_t limit) {
   sqlite::reader_pool::reader r(*readers_);
+  if (!r) return r.failure();
   connection& c = *r;
   if (!r.begin()) return c.io_error("history of " + conversation_id);
   auto conv = select_conversation(c, "id = ?", {conversation_id});
@@ -128,6 +131,7 @@ stored<conversation_trace> sqlite_store::trace(const std::string& conversation_i
 stored<std::vector<conversation>> sqlite_store::list_conversations(const std::string& user_id, std::size_t limit,
                                                                    std::size_t offset) {
   sqlite::reader_pool::reader r(*readers_);
+  if (!r) return r.failure();
   connection& c = *r;
   statement s(c, "SELECT " + conversation_columns +
                      " FROM conversations WHERE user_id = ? AND archived = 0 "

@@ -1,8 +1,10 @@
 #include "runtime/store/sqlite/reader_pool.hpp"
 
+#include <exception>
+
 namespace troupe::sqlite {
 
-std::unique_ptr<connection> reader_pool::take() {
+std::unique_ptr<connection> reader_pool::take(std::string& why) {
   {
     std::lock_guard lock(mutex_);
     if (!idle_.empty()) {
@@ -11,7 +13,12 @@ std::unique_ptr<connection> reader_pool::take() {
       return c;
     }
   }
-  return std::make_unique<connection>(path_, SQLITE_OPEN_READONLY);
+  try {
+    return std::make_unique<connection>(path_, SQLITE_OPEN_READONLY);
+  } catch (const std::exception& e) {
+    why = e.what();
+    return nullptr;
+  }
 }
 
 void reader_pool::give_back(std::unique_ptr<connection> c) noexcept {

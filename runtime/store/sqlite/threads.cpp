@@ -37,6 +37,7 @@ std::vector<entry_row> rows_of(entry_range entries) {
 
 stored<thread> sqlite_store::load(const std::string& thread_id) {
   sqlite::reader_pool::reader r(*readers_);
+  if (!r) return r.failure();
   connection& c = *r;
   if (!r.begin()) return c.io_error("load " + thread_id);
   statement head(c, "SELECT rev, created_at, updated_at, metadata FROM threads WHERE id = ?");
@@ -145,6 +146,7 @@ stored<std::uint64_t> sqlite_store::append(const thread_view& t, std::uint64_t e
 std::vector<std::string> sqlite_store::list() {
   sqlite::reader_pool::reader r(*readers_);
   std::vector<std::string> out;
+  if (!r) return out;  // list() has no error to give, as in the other stores
   statement s(*r, "SELECT id FROM threads ORDER BY id");
   while (s && s.step() == SQLITE_ROW) out.push_back(s.text(0));
   return out;

@@ -387,6 +387,21 @@ TEST_CASE("the SQLite store refuses a file it cannot use, with the reason") {
   CHECK_THROWS_WITH(sqlite_store("/nonexistent-directory/troupe.db"), Catch::Contains("cannot open"));
 }
 
+TEST_CASE("a SQLite read that cannot open a reader connection is an io error, not an exception") {
+  sqlite_backend backend;
+  // The file goes away under the open store: the writer keeps its handle,
+  // but a reader opened now finds nothing to open.
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(backend.path.string() + suffix);
+  auto loaded = backend.store->load("t1");
+  REQUIRE(!loaded.has_value());
+  CHECK(loaded.error().type == "io");
+  CHECK_THAT(loaded.error().message, Catch::Contains("cannot open the store"));
+  auto found = backend.store->find_conversation("conv-1");
+  REQUIRE(!found.has_value());
+  CHECK(found.error().type == "io");
+  CHECK(backend.store->list().empty());
+}
+
 TEST_CASE("the SQLite store batches concurrent commits into shared transactions") {
   sqlite_backend backend;
   // Another connection holds the write lock, so the first commit's
