@@ -56,7 +56,7 @@ int run_ask(const model_options& o, const std::string& question, bool as_json) {
                      {"status", result.ok() ? "completed" : "error"},
                      {"answer", result.ok() ? json::value(std::get<std::string>(result.outcome)) : json::value(nullptr)},
                      {"thread_id", thread_id},
-                     {"usage", {{"input_tokens", result.usage.input_tokens}, {"output_tokens", result.usage.output_tokens}}},
+                     {"usage", to_json(result.usage)},
                      {"error", error_json(result)},
                      {"entries", t ? entries_json(*t) : json::array()}};
     if (s.conv) out["conversation_id"] = s.conv->id;

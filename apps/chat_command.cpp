@@ -30,6 +30,13 @@ bool read_line(bool tty, std::string& line) {
   return true;
 }
 
+// Calls whose usage is unknown are said so, not counted as zero tokens.
+std::string without_usage(const token_usage& u) {
+  if (!u.calls_without_usage) return {};
+  return ", " + std::to_string(u.calls_without_usage) + (u.calls_without_usage == 1 ? " call" : " calls") +
+         " without usage";
+}
+
 std::string trim(const std::string& s) {
   const auto a = s.find_first_not_of(" \t\r\n");
   if (a == std::string::npos) return {};
@@ -107,12 +114,14 @@ int run_chat(const model_options& o) {
       if (e.type != error_type::cancelled) ++failures;  // the user's own Ctrl-C is no failure
       std::fprintf(notes, "[%s: %s]\n", e.type.c_str(), e.message.c_str());
     }
-    std::fprintf(notes, "(%.1f s, %lld tokens in, %lld out)\n", seconds,
-                 static_cast<long long>(got->usage.input_tokens), static_cast<long long>(got->usage.output_tokens));
+    std::fprintf(notes, "(%.1f s, %lld tokens in, %lld out%s)\n", seconds,
+                 static_cast<long long>(got->usage.input_tokens), static_cast<long long>(got->usage.output_tokens),
+                 without_usage(got->usage).c_str());
     std::fflush(notes);
   }
-  std::fprintf(tty ? stdout : stderr, "session: %lld tokens in, %lld out\n",
-               static_cast<long long>(session.input_tokens), static_cast<long long>(session.output_tokens));
+  std::fprintf(tty ? stdout : stderr, "session: %lld tokens in, %lld out%s\n",
+               static_cast<long long>(session.input_tokens), static_cast<long long>(session.output_tokens),
+               without_usage(session).c_str());
   s.rt->shutdown();
   return failures == 0 ? 0 : 1;
 }

@@ -54,6 +54,9 @@ int run_simulate(simulation_options options, const model_options& model, bool as
 
   if (as_json) {
     boost::json::object errors;
+    if (r.calls_without_usage)
+      std::printf("%lld model calls reported no usage: their tokens are not counted\n",
+                  static_cast<long long>(r.calls_without_usage));
     for (const auto& [type, n] : r.errors_by_type) errors[type] = n;
     boost::json::object out{{"agents", r.agents},
                             {"turns_completed", r.turns_completed},
@@ -70,7 +73,8 @@ int run_simulate(simulation_options options, const model_options& model, bool as
                             {"errors_by_type", std::move(errors)},
                             {"retries", r.retries},
                             {"input_tokens", r.input_tokens},
-                            {"output_tokens", r.output_tokens}};
+                            {"output_tokens", r.output_tokens},
+                            {"calls_without_usage", r.calls_without_usage}};
     if (r.first_token.samples) out["first_token_ms"] = latency_json(r.first_token, false);
     std::cout << json_text(out) << "\n";
   } else {

@@ -294,6 +294,7 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
   report.retries = model->retries() - retries_before;
   report.input_tokens = d.usage.input_tokens;
   report.output_tokens = d.usage.output_tokens;
+  report.calls_without_usage = d.usage.calls_without_usage;
   rt.shutdown();
   return report;
 }

@@ -71,6 +71,7 @@ struct simulation_report {
   std::size_t retries = 0;
   std::int64_t input_tokens = 0;
   std::int64_t output_tokens = 0;
+  std::int64_t calls_without_usage = 0;  // model calls that reported no usage: not counted as 0 tokens
 };
 
 // Runs the simulation to the end. `on_tick` is called about every 200 ms

@@ -37,7 +37,7 @@ json::value data_of(const llm_result& r) {
                           json::array calls;
                           for (const auto& call : c.tool_calls) calls.push_back(to_json(call));
                           o["tool_calls"] = std::move(calls);
-                          if (c.usage) o["usage"] = to_json(*c.usage);
+                          o["usage"] = c.usage ? to_json(*c.usage) : json::value(nullptr);
                           o["finish_reason"] = c.finish_reason;
                         },
                         [&](const error_info& e) { o["error"] = to_json(e); }},

@@ -75,6 +75,15 @@ TEST_CASE("troupe ask against an OpenAI-compatible server") {
     REQUIRE(v.at("entries").as_array().size() == 2);
     CHECK(v.at("entries").at(1).at("payload").at("content") == "Hello, world");
   }
+  SECTION("--json says how many model calls reported no usage instead of counting zero tokens") {
+    server.respond(scripted_http_response::sse(
+        "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"));
+    const run_result r = run_troupe("ask --json " + common + "'Say hello'");
+    CHECK(r.exit_code == 0);
+    const json::value v = json::parse(r.out);
+    CHECK(v.at("answer") == "Hi");
+    CHECK(v.at("usage").at("calls_without_usage") == 1);
+  }
   SECTION("an auth failure exits non-zero, typed, without the key") {
     server.respond(scripted_http_response::json(401, R"({"error":{"message":"Incorrect API key provided"}})"));
     const run_result r = run_troupe("ask --json " + common + "'hi'");

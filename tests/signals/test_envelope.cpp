@@ -190,3 +190,30 @@ TEST_CASE("RFC 3339 timestamps") {
   CHECK(!parse_rfc3339("2000-01-01T00:00:00.Z"));
   CHECK(!parse_rfc3339("2000-01-01T00:00:00Zjunk"));
 }
+
+TEST_CASE("usage that was not reported is null, never zero") {
+  SECTION("a call without usage writes null and reads back as no usage") {
+    const json::value v = envelope_json(llm_result{"c", llm_completion{"hi", "", {}, std::nullopt, "stop"}});
+    CHECK(v.at("data").at("usage").is_null());
+    const auto back = parse_envelope(json::serialize(v));
+    REQUIRE(back);
+    CHECK(!std::get<llm_completion>(std::get<llm_result>(back->data).outcome).usage);
+  }
+  SECTION("a sum counts the calls without usage apart") {
+    token_usage total;
+    total += std::optional<token_usage>(token_usage{10, 2});
+    total += std::optional<token_usage>();
+    total += std::optional<token_usage>();
+    CHECK(total == token_usage{10, 2, 2});
+    CHECK(json::serialize(to_json(total)) == R"({"input_tokens":10,"output_tokens":2,"calls_without_usage":2})");
+    CHECK(decode_usage(to_json(total), "usage").value() == total);
+  }
+  SECTION("a sum whose calls all reported usage keeps its shape") {
+    CHECK(json::serialize(to_json(token_usage{3, 4})) == R"({"input_tokens":3,"output_tokens":4})");
+  }
+  SECTION("a negative count of calls without usage is refused") {
+    const auto e = decode_usage(json::parse(R"({"input_tokens":1,"output_tokens":1,"calls_without_usage":-1})"), "usage");
+    REQUIRE(!e);
+    CHECK(e.error().field == "usage.calls_without_usage");
+  }
+}

@@ -427,10 +427,10 @@ TEST_CASE("usage is summed per request and per thread") {
   CHECK(r.usage == token_usage{250, 15});
 
   s = h.ask("r2", "again");
-  SECTION("a result without usage leaves the totals unchanged") {
+  SECTION("a result without usage is counted as a call without usage, not as zero tokens") {
     r = only<reply>(h.feed(answer(s.call_id, "ok")));
-    CHECK(r.usage == token_usage{0, 0});
-    CHECK(h.state().thread_usage == token_usage{250, 15});
+    CHECK(r.usage == token_usage{0, 0, 1});
+    CHECK(h.state().thread_usage == token_usage{250, 15, 1});
   }
   SECTION("the thread total keeps growing across requests") {
     r = only<reply>(h.feed(answer(s.call_id, "ok", token_usage{7, 1})));
