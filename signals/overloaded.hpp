@@ -8,4 +8,8 @@ struct overloaded : Fs... {
   using Fs::operator()...;
 };
 
+// C++20 deduces this for aggregates, but clang 14 does not implement that yet.
+template <class... Fs>
+overloaded(Fs...) -> overloaded<Fs...>;
+
 }  // namespace troupe
