@@ -4,12 +4,11 @@
 #include "runtime/store/postgres/connection_pool.hpp"
 #include "runtime/store/postgres/result.hpp"
 #include "support/detached.hpp"
-#include "support/store_backends.hpp"
+#include "support/store_cases.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <atomic>
-#include <iostream>
 #include <memory>
 #include <stdexcept>
 
@@ -36,10 +35,7 @@ TEST_CASE("a connection that throws while it opens gives its slot back") {
 
 TEST_CASE("a holder that throws hands its connection to the next caller") {
   postgres_backend backend;
-  if (!backend.ready()) {
-    std::cout << backend.why_not() << std::endl;
-    return;
-  }
+  REQUIRE_BACKEND(backend);
   auto pool = std::make_shared<connection_pool>(1, connect_to(backend.uri()));
   CHECK_THROWS_WITH(pool->read([](PGconn*) -> stored<int> { throw std::runtime_error("a bug in a read"); }),
                     "a bug in a read");

@@ -6,11 +6,9 @@
 #include "runtime/store/open_store.hpp"
 #include "runtime/store/postgres/postgres_store.hpp"
 #include "runtime/store/sqlite/sqlite_store.hpp"
-#include "support/store_backends.hpp"
+#include "support/store_cases.hpp"
 
 #include <catch2/catch.hpp>
-
-#include <iostream>
 
 using namespace troupe;
 using namespace troupe::testing;
@@ -49,8 +47,7 @@ TEST_CASE("open_store opens the store a URI names") {
       CHECK(is_one<sqlite_store>(*opened));
       thread t("t1", 1);
       sequential_ids ids;
-      t.append({"note", {{"n", 1}}, {}}, 2, ids);
-      REQUIRE(opened->threads->append(t, 0).has_value());
+      commit(*opened->threads, t, {note(1)}, 2, ids);
     }
     auto again = open_store("", "sqlite:" + path.string());
     REQUIRE(again.has_value());
@@ -60,10 +57,7 @@ TEST_CASE("open_store opens the store a URI names") {
   }
   SECTION("postgres:// and postgresql:// are the server they name") {
     postgres_backend server;
-    if (!server.ready()) {
-      std::cout << server.why_not() << std::endl;
-      return;
-    }
+    REQUIRE_BACKEND(server);
     auto opened = open_store(server.uri());
     REQUIRE(opened.has_value());
     CHECK(is_one<postgres_store>(*opened));

@@ -2,14 +2,10 @@
 // the same cases. PostgreSQL cases report themselves skipped (ctest shows
 // them as such) only when no server is available.
 
-#include "support/catch_decoded.hpp"
-#include "support/store_backends.hpp"
+#include "support/store_cases.hpp"
 
 #include <catch2/catch.hpp>
 
-#include <sqlite3.h>
-
-#include <iostream>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -17,34 +13,6 @@
 using namespace troupe;
 using namespace troupe::testing;
 namespace json = boost::json;
-
-// Ends a test case early, visibly, when its backend has no server.
-#define REQUIRE_BACKEND(backend)                   \
-  if (!(backend).ready()) {                        \
-    std::cout << (backend).why_not() << std::endl; \
-    return;                                        \
-  }
-
-namespace {
-
-entry_draft note(int n, std::string text = "") {
-  return {"note", {{"n", n}, {"text", text}}, {{"request_id", "r" + std::to_string(n)}}};
-}
-entry_draft said(std::string role, std::string content) {
-  return {"message", {{"role", std::move(role)}, {"content", std::move(content)}}, {}};
-}
-entry_draft called(std::string tool_call_id) {
-  return {"tool_call", {{"name", "calculator"}, {"arguments", {{"expression", "1+1"}}}}, {{"tool_call_id", tool_call_id}}};
-}
-
-// Appends and commits; the thread's rev before is the expected one.
-void commit(thread_store& store, thread& t, std::vector<entry_draft> drafts, std::int64_t now, id_source& ids) {
-  const std::uint64_t rev = t.rev();
-  t.append(std::move(drafts), now, ids);
-  REQUIRE(store.append(t, rev));
-}
-
-}  // namespace
 
 TEMPLATE_TEST_CASE("a thread store keeps what was committed and refuses stale writers", "[store]", memory_backend,
                    sqlite_backend, postgres_backend) {
@@ -381,109 +349,4 @@ TEMPLATE_TEST_CASE("a durable store keeps everything across a reopen, as after a
   CHECK(loaded->rev() == 50);
   for (std::uint64_t i = 0; i < 50; ++i) CHECK(loaded->at_seq(i)->payload.at("n") == static_cast<std::int64_t>(i));
   CHECK(*backend.conversations().get_or_create_conversation({"u", "cli", "x"}) == *c);
-}
-
-TEST_CASE("the SQLite store refuses a file it cannot use, with the reason") {
-  CHECK_THROWS_WITH(sqlite_store("/nonexistent-directory/troupe.db"), Catch::Contains("cannot open"));
-}
-
-TEST_CASE("a SQLite read that cannot open a reader connection is an io error, not an exception") {
-  sqlite_backend backend;
-  // The file goes away under the open store: the writer keeps its handle,
-  // but a reader opened now finds nothing to open.
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(backend.path.string() + suffix);
-  auto loaded = backend.store->load("t1");
-  REQUIRE(!loaded.has_value());
-  CHECK(loaded.error().type == "io");
-  CHECK_THAT(loaded.error().message, Catch::Contains("cannot open the store"));
-  auto found = backend.store->find_conversation("conv-1");
-  REQUIRE(!found.has_value());
-  CHECK(found.error().type == "io");
-  CHECK(backend.store->list().empty());
-}
-
-TEST_CASE("the SQLite store batches concurrent commits into shared transactions") {
-  sqlite_backend backend;
-  // Another connection holds the write lock, so the first commit's
-  // transaction waits (within the busy timeout) while the others queue.
-  sqlite3* other = nullptr;
-  REQUIRE(sqlite3_open(backend.path.c_str(), &other) == SQLITE_OK);
-  REQUIRE(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);
-
-  constexpr int writers = 8;
-  std::vector<std::thread> pool;
-  std::atomic<int> failures{0};
-  for (int w = 0; w < writers; ++w)
-    pool.emplace_back([&, w] {
-      sequential_ids ids;
-      thread t("w" + std::to_string(w), 1);
-      t.append(note(w), w, ids);
-      if (!backend.store->append(t, 0)) ++failures;
-    });
-  while (backend.store->stats().in_flight < writers) std::this_thread::yield();  // every commit has arrived
-  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
-  sqlite3_close(other);
-  for (auto& p : pool) p.join();
-
-  CHECK(failures == 0);
-  const auto stats = backend.store->stats();
-  CHECK(stats.commits == writers);
-  CHECK(stats.in_flight == 0);
-  // The first transaction carries whoever had arrived when it began; the
-  // next carries all the rest.
-  CHECK(stats.transactions <= 2);
-  for (int w = 0; w < writers; ++w) CHECK(backend.store->load("w" + std::to_string(w))->size() == 1);
-}
-
-TEST_CASE("the SQLite store migrates a version-1 file and keeps its threads") {
-  // A file as troupe wrote it before conversations existed.
-  const auto path = std::filesystem::temp_directory_path() / ("troupe-v1-" + unique_suffix() + ".db");
-  {
-    sqlite3* db = nullptr;
-    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-    REQUIRE(sqlite3_exec(db,
-                         "CREATE TABLE threads (id TEXT PRIMARY KEY, rev INTEGER NOT NULL, size INTEGER NOT NULL, "
-                         "created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, metadata TEXT NOT NULL);"
-                         "CREATE TABLE entries (thread_id TEXT NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL, "
-                         "at INTEGER NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL, refs TEXT NOT NULL, "
-                         "PRIMARY KEY (thread_id, seq)) WITHOUT ROWID;"
-                         "INSERT INTO threads VALUES ('old', 1, 1, 5, 6, '{}');"
-                         "INSERT INTO entries VALUES ('old', 0, 'e0', 6, 'note', '{\"n\":1}', '{}');"
-                         "PRAGMA user_version = 1;",
-                         nullptr, nullptr, nullptr) == SQLITE_OK);
-    sqlite3_close(db);
-  }
-  {
-    sqlite_store store(path.string());
-    auto old = store.load("old");
-    REQUIRE(old);
-    CHECK(old->at_seq(0)->payload.at("n") == 1);
-    CHECK(store.get_or_create_conversation({"u", "cli", "x"}));
-  }
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + suffix);
-}
-
-TEST_CASE("the PostgreSQL store gets over a dropped connection") {
-  postgres_backend backend;
-  REQUIRE_BACKEND(backend);
-  sequential_ids ids;
-  thread t("t1", 1);
-  commit(backend.threads(), t, {note(1)}, 1, ids);
-
-  SECTION("a read is repeated on a fresh connection") {
-    backend.drop_connections();
-    auto loaded = backend.threads().load("t1");
-    REQUIRE(loaded);
-    CHECK(loaded->size() == 1);
-  }
-  SECTION("a commit fails with io, is not repeated, and the next one goes through") {
-    backend.drop_connections();
-    t.append(note(2), 2, ids);
-    auto first = backend.threads().append(t, 1);
-    if (!first) {
-      CHECK(first.error().type == "io");
-      CHECK(backend.threads().append(t, 1));
-    }
-    CHECK(backend.threads().load("t1")->size() == 2);
-  }
 }

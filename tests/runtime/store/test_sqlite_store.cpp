@@ -1,0 +1,95 @@
+// What only the SQLite store does: its file, its migrations, its reader
+// connections and its group commit, seen through the store.
+
+#include "support/store_cases.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sqlite3.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+using namespace troupe;
+using namespace troupe::testing;
+
+TEST_CASE("the SQLite store refuses a file it cannot use, with the reason") {
+  CHECK_THROWS_WITH(sqlite_store("/nonexistent-directory/troupe.db"), Catch::Contains("cannot open"));
+}
+
+TEST_CASE("a SQLite read that cannot open a reader connection is an io error, not an exception") {
+  sqlite_backend backend;
+  // The file goes away under the open store: the writer keeps its handle,
+  // but a reader opened now finds nothing to open.
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(backend.path.string() + suffix);
+  auto loaded = backend.store->load("t1");
+  REQUIRE(!loaded.has_value());
+  CHECK(loaded.error().type == "io");
+  CHECK_THAT(loaded.error().message, Catch::Contains("cannot open the store"));
+  auto found = backend.store->find_conversation("conv-1");
+  REQUIRE(!found.has_value());
+  CHECK(found.error().type == "io");
+  CHECK(backend.store->list().empty());
+}
+
+TEST_CASE("the SQLite store batches concurrent commits into shared transactions") {
+  sqlite_backend backend;
+  // Another connection holds the write lock, so the first commit's
+  // transaction waits (within the busy timeout) while the others queue.
+  sqlite3* other = nullptr;
+  REQUIRE(sqlite3_open(backend.path.c_str(), &other) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);
+
+  constexpr int writers = 8;
+  std::vector<std::thread> pool;
+  std::atomic<int> failures{0};
+  for (int w = 0; w < writers; ++w)
+    pool.emplace_back([&, w] {
+      sequential_ids ids;
+      thread t("w" + std::to_string(w), 1);
+      t.append(note(w), w, ids);
+      if (!backend.store->append(t, 0)) ++failures;
+    });
+  while (backend.store->stats().in_flight < writers) std::this_thread::yield();  // every commit has arrived
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  for (auto& p : pool) p.join();
+
+  CHECK(failures == 0);
+  const auto stats = backend.store->stats();
+  CHECK(stats.commits == writers);
+  CHECK(stats.in_flight == 0);
+  // The first transaction carries whoever had arrived when it began; the
+  // next carries all the rest.
+  CHECK(stats.transactions <= 2);
+  for (int w = 0; w < writers; ++w) CHECK(backend.store->load("w" + std::to_string(w))->size() == 1);
+}
+
+TEST_CASE("the SQLite store migrates a version-1 file and keeps its threads") {
+  // A file as troupe wrote it before conversations existed.
+  const auto path = std::filesystem::temp_directory_path() / ("troupe-v1-" + unique_suffix() + ".db");
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db,
+                         "CREATE TABLE threads (id TEXT PRIMARY KEY, rev INTEGER NOT NULL, size INTEGER NOT NULL, "
+                         "created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, metadata TEXT NOT NULL);"
+                         "CREATE TABLE entries (thread_id TEXT NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL, "
+                         "at INTEGER NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL, refs TEXT NOT NULL, "
+                         "PRIMARY KEY (thread_id, seq)) WITHOUT ROWID;"
+                         "INSERT INTO threads VALUES ('old', 1, 1, 5, 6, '{}');"
+                         "INSERT INTO entries VALUES ('old', 0, 'e0', 6, 'note', '{\"n\":1}', '{}');"
+                         "PRAGMA user_version = 1;",
+                         nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  {
+    sqlite_store store(path.string());
+    auto old = store.load("old");
+    REQUIRE(old);
+    CHECK(old->at_seq(0)->payload.at("n") == 1);
+    CHECK(store.get_or_create_conversation({"u", "cli", "x"}));
+  }
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + suffix);
+}
