@@ -24,7 +24,6 @@ void json_fields::note(std::string_view key, std::string_view what) const {
 std::optional<std::variant<std::int64_t, std::uint64_t>> json_fields::exact_integer(const json::value& v) {
   if (const auto* i = v.if_int64()) return *i;
   if (const auto* u = v.if_uint64()) return *u;
-  // Beyond 2^53 a double no longer tells neighbouring integers apart.
   constexpr double exact_limit = 9007199254740992.0;
   if (const auto* d = v.if_double(); d && std::trunc(*d) == *d && std::fabs(*d) <= exact_limit)
     return static_cast<std::int64_t>(*d);

@@ -77,9 +77,9 @@ class json_fields {
 
  private:
   const boost::json::value* present(std::string_view key) const;
-  // The integer a number holds exactly. Not Boost.JSON's to_number: for a
-  // double at 2^63 its range check passes and the cast that follows is
-  // undefined behaviour.
+  // The integer a number holds exactly: any int64 or uint64, and a double
+  // only up to 2^53, beyond which it no longer names one integer (Boost.JSON's
+  // to_number would take 1e18 for exactly 10^18).
   static std::optional<std::variant<std::int64_t, std::uint64_t>> exact_integer(const boost::json::value& v);
   std::string path_of(std::string_view key) const;
 

@@ -1,0 +1,9 @@
+// The Anthropic Messages stream decoder.
+
+#include "runtime/llm/wire/anthropic_format.hpp"
+#include "stream_decoding.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  troupe::fuzz::check_stream<troupe::anthropic_stream_decoder>(troupe::fuzz::text(data, size));
+  return 0;
+}
