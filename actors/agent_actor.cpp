@@ -225,7 +225,7 @@ class agent_logic {
                 return telemetry_event{telemetry_kind::llm_started, st_.spec->id, thread_id, x.request_id,
                                        x.call_id, {}, x.iteration, 0, x.model};
               });
-              call_model(thread_id, std::make_shared<const llm_stream>(std::move(x)), executor_retries);
+              call_model(thread_id, std::make_shared<const llm_stream>(std::move(x)));
             },
             [&](tool_exec& x) {
               slot.tools.add(std::move(x));
@@ -241,8 +241,7 @@ class agent_logic {
               // back like any other and the machine commits it.
               call_model(thread_id,
                          std::make_shared<const llm_stream>(llm_stream{x.call_id, x.model, std::move(x.messages),
-                                                                       nullptr, x.params, x.request_id, 0, {}}),
-                         executor_retries);
+                                                                       nullptr, x.params, x.request_id, 0, {}}));
             },
             [&](cancel_call& x) {
               if (x.tool_call_id.empty()) {
@@ -255,54 +254,47 @@ class agent_logic {
         d);
   }
 
-  // The model call goes to a live executor; its result comes back as the
-  // answer, whichever executor ran it.
-  void call_model(const std::string& thread_id, std::shared_ptr<const llm_stream> x, int retries) {
-    auto executor = st_.ctx->llm_executors.pick(st_.executor_key);
-    self_->request(executor, caf::infinite, exec_atom::value, x, caf::actor_cast<agent_actor>(self_), thread_id,
-                   st_.provider)
+  void call_model(const std::string& thread_id, std::shared_ptr<const llm_stream> x) {
+    call_executor<llm_result>(st_.ctx->llm_executors, thread_id,
+                              [x](error_info e) { return llm_result{x->call_id, std::move(e)}; }, executor_retries, x,
+                              caf::actor_cast<agent_actor>(self_), thread_id, st_.provider);
+  }
+
+  void run_tool(const std::string& thread_id, std::shared_ptr<const tool_exec> x) {
+    call_executor<tool_result>(
+        st_.ctx->tool_executors, thread_id,
+        [x](error_info e) { return tool_result{x->call_id, x->tool_call_id, x->tool_name, std::move(e)}; },
+        executor_retries, x, thread_id, st_.spec->id);
+  }
+
+  // A call goes to a live executor of the pool, and its answer comes back as
+  // a signal for the thread, whichever executor ran it. A call that bounced
+  // off an executor that had just died goes to its replacement; `lost` makes
+  // the result of a call no executor could take.
+  template <class Result, class Pool, class Lost, class... Args>
+  void call_executor(Pool& pool, const std::string& thread_id, Lost lost, int retries, Args... args) {
+    auto executor = pool.pick(st_.executor_key);
+    self_->request(executor, caf::infinite, exec_atom::value, args...)
         .then(
-            [self = self_, thread_id](llm_result& r) {
+            [self = self_, thread_id](Result& r) {
               agent_logic l(self);
               l.on_signal(thread_id, signal{std::move(r)});
               l.unload_idle_threads();
             },
-            [self = self_, thread_id, x, executor, retries](caf::error& e) {
+            [self = self_, &pool, thread_id, lost, retries, executor, args...](caf::error& e) {
               agent_logic l(self);
               if (e == caf::sec::request_receiver_down && retries > 0) {
-                self->state.ctx->llm_executors.replace(executor);
-                l.call_model(thread_id, x, retries - 1);
+                pool.replace(executor);
+                l.call_executor<Result>(pool, thread_id, lost, retries - 1, args...);
                 return;
               }
-              l.on_signal(thread_id, signal{llm_result{x->call_id, l.executor_lost(e, "model")}});
+              l.on_signal(thread_id, signal{lost(l.executor_lost(e))});
             });
   }
 
-  void run_tool(const std::string& thread_id, std::shared_ptr<const tool_exec> x, int retries) {
-    auto executor = st_.ctx->tool_executors.pick(st_.executor_key);
-    self_->request(executor, caf::infinite, exec_atom::value, x, thread_id, st_.spec->id)
-        .then(
-            [self = self_, thread_id](tool_result& r) {
-              agent_logic l(self);
-              l.on_signal(thread_id, signal{std::move(r)});
-              l.unload_idle_threads();
-            },
-            [self = self_, thread_id, x, executor, retries](caf::error& e) {
-              agent_logic l(self);
-              if (e == caf::sec::request_receiver_down && retries > 0) {
-                self->state.ctx->tool_executors.replace(executor);
-                l.run_tool(thread_id, x, retries - 1);
-                return;
-              }
-              l.on_signal(thread_id,
-                          signal{tool_result{x->call_id, x->tool_call_id, x->tool_name, l.executor_lost(e, "tool")}});
-            });
-  }
-
-  error_info executor_lost(const caf::error& e, const char* which) {
-    return error_info::of(error_type::executor_crashed, std::string("the ") + which +
-                                                            " executor could not take the call: " +
-                                                            self_->system().render(e));
+  error_info executor_lost(const caf::error& e) {
+    return error_info::of(error_type::executor_crashed,
+                          "no executor could take the call: " + self_->system().render(e));
   }
 
   void cancel_model_call(const std::string& call_id) {
@@ -323,7 +315,7 @@ class agent_logic {
       if (slot.running && slot.running->events)
         self_->send(slot.running->events, event_atom::value,
                     stream_event{tool_started_event{x.request_id, x.tool_call_id, x.tool_name, x.arguments}});
-      run_tool(thread_id, std::make_shared<const tool_exec>(std::move(x)), executor_retries);
+      run_tool(thread_id, std::make_shared<const tool_exec>(std::move(x)));
     }
   }
 
