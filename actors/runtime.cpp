@@ -194,9 +194,13 @@ runtime::runtime(runtime_options options) {
 
 runtime::~runtime() {
   impl_->shutdown();
-  // Handles still in a call keep their own reference; the last one out
-  // destroys the (already shut down) internals.
   impl_ref_->impl.store(nullptr);
+  // Handles still inside a call hold a reference of their own. Wait for them
+  // and destroy the actor system here: CAF 0.17's actor system, destroyed on
+  // a thread that never used it, waits forever for its logger, which every
+  // thread that used the system still references.
+  while (impl_.use_count() > 1) std::this_thread::yield();
+  impl_.reset();
 }
 
 tool_registry& runtime::tools() { return impl_->ctx->tools; }
