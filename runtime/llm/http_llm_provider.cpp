@@ -131,7 +131,8 @@ void http_llm_provider::attempt(const std::shared_ptr<call_state>& call) {
   call->error_body.clear();
   call->whole_body.clear();
   call->sse = sse_parser{options_.max_event_bytes};
-  auto on_delta = [call](llm_delta d) {
+  // The call owns the decoder that keeps this: a shared_ptr would be a cycle, and the call would never be freed.
+  auto on_delta = [call = call.get()](llm_delta d) {
     // Runs inside on_body, which already holds the call's mutex.
     call->streamed = true;
     if (call->callbacks.on_delta) call->callbacks.on_delta(std::move(d));
