@@ -2,6 +2,8 @@
 
 #include "actors/request_state.hpp"
 
+#include <optional>
+#include <set>
 #include <unordered_map>
 
 namespace troupe {
@@ -12,15 +14,24 @@ reply failed(const std::string& request_id, const char* type, std::string messag
   return reply{request_id, error_info::of(type, std::move(message)), {}, 0};
 }
 
+using steady = std::chrono::steady_clock;
+
 struct pending_request {
   std::shared_ptr<request::state> state;
   agent_actor agent;
+  steady::time_point due;
 };
 
 struct broker_state {
   static inline const char* name = "troupe.broker";
   std::shared_ptr<runtime_context> ctx;
   std::unordered_map<std::string, pending_request> pending;
+  // Deadlines, earliest first, and when the one timer the broker keeps is
+  // due. A CAF request timeout per ask would wake CAF's clock thread twice
+  // a turn (to arm and to cancel it); this arms one timer per earliest
+  // deadline instead.
+  std::set<std::pair<steady::time_point, std::string>> deadlines;
+  std::optional<steady::time_point> timer_due;
 
   // A broker that dies (it should not: callbacks are guarded) still ends
   // every request it held; its pool starts another.
@@ -39,11 +50,29 @@ class broker_logic {
   void ask(query q, agent_actor agent, std::shared_ptr<request::state> s) {
     const std::string id = q.request_id;
     const event_sink_actor events = s->on_event ? caf::actor_cast<event_sink_actor>(self_) : event_sink_actor{};
-    const auto deadline = s->deadline;
-    st_.pending[id] = pending_request{std::move(s), agent};
-    self_->request(agent, deadline, ask_atom::value, std::move(q), events)
+    const auto due = steady::now() + s->deadline;
+    st_.pending[id] = pending_request{std::move(s), agent, due};
+    st_.deadlines.emplace(due, id);
+    arm_timer();
+    self_->request(agent, caf::infinite, ask_atom::value, std::move(q), events)
         .then([self = self_, id](reply& r) { broker_logic(self).end(id, std::move(r)); },
-              [self = self_, id, deadline](caf::error& e) { broker_logic(self).no_answer(id, e, deadline); });
+              [self = self_, id](caf::error& e) { broker_logic(self).no_answer(id, e); });
+  }
+
+  // The timer fired: requests past their deadline end with
+  // deadline_exceeded and are cancelled at their agent.
+  void expire() {
+    st_.timer_due.reset();
+    const auto now = steady::now();
+    while (!st_.deadlines.empty() && st_.deadlines.begin()->first <= now) {
+      const std::string id = st_.deadlines.begin()->second;
+      auto it = st_.pending.find(id);
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(it->second.state->deadline).count();
+      self_->send(it->second.agent, cancel_atom::value, id, "the request's deadline passed");
+      end(id, failed(id, error_type::deadline_exceeded,
+                     "agent " + it->second.state->agent_id + " did not answer within " + std::to_string(ms) + " ms"));
+    }
+    arm_timer();
   }
 
   void cancel(const std::string& request_id, const std::string& reason) {
@@ -72,14 +101,24 @@ class broker_logic {
     for (auto& [id, p] : st_.pending)
       p.state->settle(failed(id, error_type::shutdown, "the runtime shut down before the request finished"));
     st_.pending.clear();
+    st_.deadlines.clear();
   }
 
  private:
+  void arm_timer() {
+    if (st_.deadlines.empty()) return;
+    const auto earliest = st_.deadlines.begin()->first;
+    if (st_.timer_due && *st_.timer_due <= earliest) return;  // fires in time; it re-arms then
+    st_.timer_due = earliest;
+    self_->delayed_send(self_, std::max(earliest - steady::now(), steady::duration::zero()), timeout_atom::value);
+  }
+
   void end(const std::string& id, reply r) {
     auto it = st_.pending.find(id);
     if (it == st_.pending.end()) return;  // ended already (a callback failed)
     pending_request p = std::move(it->second);
     st_.pending.erase(it);
+    st_.deadlines.erase({p.due, id});
     if (auto thrown = p.state->settle(std::move(r))) report_callback_failure(*p.state, *thrown);
   }
 
@@ -89,15 +128,11 @@ class broker_logic {
     });
   }
 
-  void no_answer(const std::string& id, const caf::error& e, std::chrono::milliseconds deadline) {
+  void no_answer(const std::string& id, const caf::error& e) {
     auto it = st_.pending.find(id);
     if (it == st_.pending.end()) return;
     const std::string& agent_id = it->second.state->agent_id;
-    if (e == caf::sec::request_timeout) {
-      self_->send(it->second.agent, cancel_atom::value, id, "the request's deadline passed");
-      end(id, failed(id, error_type::deadline_exceeded,
-                     "agent " + agent_id + " did not answer within " + std::to_string(deadline.count()) + " ms"));
-    } else if (e == caf::sec::request_receiver_down) {
+    if (e == caf::sec::request_receiver_down) {
       // The agent was gone before it took the ask.
       end(id, st_.ctx->shutting_down ? failed(id, error_type::shutdown, "the runtime is shutting down")
                                      : failed(id, error_type::agent_stopped,
@@ -123,6 +158,7 @@ broker_actor::behavior_type broker(broker_self self, std::shared_ptr<runtime_con
         broker_logic(self).cancel(request_id, reason);
       },
       [self](event_atom, const stream_event& e) { broker_logic(self).event(e); },
+      [self](timeout_atom) { broker_logic(self).expire(); },
       [self](stats_atom) -> std::size_t { return self->state.pending.size(); },
       [self](shutdown_atom) -> bool {
         broker_logic(self).shutdown();
