@@ -89,23 +89,25 @@ class agent_logic {
     if (!slot) {
       auto loaded = load_thread(*st_.ctx->store, q.thread_id, st_.ids, wall_clock_ms());
       if (!loaded)
-        return refused(q.request_id, error_type::store_failed,
-                       "thread " + q.thread_id + " could not be loaded (" + loaded.error().type +
-                           "): " + loaded.error().message);
+        return refused(
+            q.request_id, error_type::store_failed,
+            "thread " + q.thread_id + " could not be loaded (" + loaded.error().type + "): " + loaded.error().message);
       slot = &st_.threads.insert(q.thread_id, thread_slot(std::move(*loaded), st_.spec->max_queued_asks), steady_ms());
       report(telemetry_kind::thread_loaded, q.thread_id, {});
     }
     st_.threads.touch(q.thread_id, steady_ms());
     const auto admission = slot->asks.admit();
     if (admission == request_queue<queued_ask>::admission::full)
-      return refused(q.request_id, error_type::queue_full,
-                     "thread " + q.thread_id + " already has " + std::to_string(st_.spec->max_queued_asks) +
-                         " asks waiting");
+      return refused(
+          q.request_id, error_type::queue_full,
+          "thread " + q.thread_id + " already has " + std::to_string(st_.spec->max_queued_asks) + " asks waiting");
     auto promise = self_->make_response_promise<reply>();
     asker from{promise_guard<reply>(promise, q.request_id, &agent_crashed), std::move(events), steady_us()};
     st_.thread_of[q.request_id] = q.thread_id;
-    if (admission == request_queue<queued_ask>::admission::start_now) start(*slot, std::move(q), std::move(from));
-    else slot->asks.push(queued_ask{std::move(q), std::move(from)});
+    if (admission == request_queue<queued_ask>::admission::start_now)
+      start(*slot, std::move(q), std::move(from));
+    else
+      slot->asks.push(queued_ask{std::move(q), std::move(from)});
     return caf::delegated<reply>();
   }
 
@@ -189,8 +191,8 @@ class agent_logic {
 
   void fail_on_store(thread_slot& slot, const store_error& e) {
     const react_state& state = slot.conversation.state();
-    const error_info why = error_info::of(error_type::store_failed,
-                                          "the thread could not be stored (" + e.type + "): " + e.message);
+    const error_info why =
+        error_info::of(error_type::store_failed, "the thread could not be stored (" + e.type + "): " + e.message);
     // Whatever the request had in flight is stopped; its results would have nowhere to go.
     if (state.status == react_status::awaiting_llm) cancel_model_call(state.call_id);
     for (const auto& tool_call_id : slot.tools.running()) cancel_tool_call(state.call_id, tool_call_id);
@@ -210,60 +212,78 @@ class agent_logic {
   void dispatch(thread_slot& slot, directive d) {
     const std::string& thread_id = slot.conversation.history().id();
     std::visit(
-        overloaded{
-            [&](llm_stream& x) {
-              slot.llm_started_us = steady_us();
-              // Near the budget: a sign the policy or the conversation needs attention.
-              if (x.context.budget > 0 && x.context.estimated_tokens * 10 >= x.context.budget * 9)
-                st_.ctx->emit(telemetry_kind::context_warning, [&] {
-                  return telemetry_event{telemetry_kind::context_warning, st_.spec->id, thread_id, x.request_id,
-                                         x.call_id, {}, x.iteration, 0,
-                                         std::to_string(x.context.estimated_tokens) + " of " +
-                                             std::to_string(x.context.budget) + " tokens"};
-                });
-              st_.ctx->emit(telemetry_kind::llm_started, [&] {
-                return telemetry_event{telemetry_kind::llm_started, st_.spec->id, thread_id, x.request_id,
-                                       x.call_id, {}, x.iteration, 0, x.model};
-              });
-              call_model(thread_id, std::make_shared<const llm_stream>(std::move(x)));
-            },
-            [&](tool_exec& x) {
-              slot.tools.add(std::move(x));
-              pump_tools(slot);
-            },
-            [&](reply& x) { finish(slot, std::move(x)); },
-            [&](request_error& x) {
-              // Only an invalid query gets here: busy threads queue instead.
-              finish(slot, refused(x.request_id, x.reason.c_str(), x.message));
-            },
-            [&](summarize& x) {
-              // A model call of its own, beside the request; its result comes
-              // back like any other and the machine commits it.
-              call_model(thread_id,
-                         std::make_shared<const llm_stream>(llm_stream{x.call_id, x.model, std::move(x.messages),
-                                                                       nullptr, x.params, x.request_id, 0, {}}));
-            },
-            [&](cancel_call& x) {
-              if (x.tool_call_id.empty()) {
-                cancel_model_call(x.call_id);
-              } else {
-                slot.tools.finished(x.tool_call_id);
-                cancel_tool_call(x.call_id, x.tool_call_id);
-              }
-            }},
+        overloaded{[&](llm_stream& x) {
+                     slot.llm_started_us = steady_us();
+                     // Near the budget: a sign the policy or the conversation needs attention.
+                     if (x.context.budget > 0 && x.context.estimated_tokens * 10 >= x.context.budget * 9)
+                       st_.ctx->emit(telemetry_kind::context_warning, [&] {
+                         return telemetry_event{telemetry_kind::context_warning,
+                                                st_.spec->id,
+                                                thread_id,
+                                                x.request_id,
+                                                x.call_id,
+                                                {},
+                                                x.iteration,
+                                                0,
+                                                std::to_string(x.context.estimated_tokens) + " of " +
+                                                    std::to_string(x.context.budget) + " tokens"};
+                       });
+                     st_.ctx->emit(telemetry_kind::llm_started, [&] {
+                       return telemetry_event{telemetry_kind::llm_started,
+                                              st_.spec->id,
+                                              thread_id,
+                                              x.request_id,
+                                              x.call_id,
+                                              {},
+                                              x.iteration,
+                                              0,
+                                              x.model};
+                     });
+                     call_model(thread_id, std::make_shared<const llm_stream>(std::move(x)));
+                   },
+                   [&](tool_exec& x) {
+                     slot.tools.add(std::move(x));
+                     pump_tools(slot);
+                   },
+                   [&](reply& x) { finish(slot, std::move(x)); },
+                   [&](request_error& x) {
+                     // Only an invalid query gets here: busy threads queue instead.
+                     finish(slot, refused(x.request_id, x.reason.c_str(), x.message));
+                   },
+                   [&](summarize& x) {
+                     // A model call of its own, beside the request; its result comes
+                     // back like any other and the machine commits it.
+                     call_model(
+                         thread_id,
+                         std::make_shared<const llm_stream>(llm_stream{
+                             x.call_id, x.model, std::move(x.messages), nullptr, x.params, x.request_id, 0, {}}));
+                   },
+                   [&](cancel_call& x) {
+                     if (x.tool_call_id.empty()) {
+                       cancel_model_call(x.call_id);
+                     } else {
+                       slot.tools.finished(x.tool_call_id);
+                       cancel_tool_call(x.call_id, x.tool_call_id);
+                     }
+                   }},
         d);
   }
 
   void call_model(const std::string& thread_id, std::shared_ptr<const llm_stream> x) {
-    call_executor<llm_result>(st_.ctx->llm_executors, thread_id,
-                              [x](error_info e) { return llm_result{x->call_id, std::move(e)}; }, executor_retries, x,
-                              caf::actor_cast<agent_actor>(self_), thread_id, st_.provider);
+    call_executor<llm_result>(
+        st_.ctx->llm_executors, thread_id,
+        [x](error_info e) {
+          return llm_result{x->call_id, std::move(e)};
+        },
+        executor_retries, x, caf::actor_cast<agent_actor>(self_), thread_id, st_.provider);
   }
 
   void run_tool(const std::string& thread_id, std::shared_ptr<const tool_exec> x) {
     call_executor<tool_result>(
         st_.ctx->tool_executors, thread_id,
-        [x](error_info e) { return tool_result{x->call_id, x->tool_call_id, x->tool_name, std::move(e)}; },
+        [x](error_info e) {
+          return tool_result{x->call_id, x->tool_call_id, x->tool_name, std::move(e)};
+        },
         executor_retries, x, thread_id, st_.spec->id);
   }
 
@@ -309,8 +329,15 @@ class agent_logic {
     const std::string& thread_id = slot.conversation.history().id();
     for (tool_exec& x : slot.tools.ready(st_.spec->max_parallel_tools)) {
       st_.ctx->emit(telemetry_kind::tool_started, [&] {
-        return telemetry_event{telemetry_kind::tool_started, st_.spec->id, thread_id, x.request_id, x.call_id,
-                               x.tool_call_id, x.iteration, 0, x.tool_name};
+        return telemetry_event{telemetry_kind::tool_started,
+                               st_.spec->id,
+                               thread_id,
+                               x.request_id,
+                               x.call_id,
+                               x.tool_call_id,
+                               x.iteration,
+                               0,
+                               x.tool_name};
       });
       if (slot.running && slot.running->events)
         self_->send(slot.running->events, event_atom::value,
@@ -323,18 +350,16 @@ class agent_logic {
     const react_state& state = slot.conversation.state();
     const std::int64_t took_us = seen.ends_model_call ? steady_us() - slot.llm_started_us : 0;
     st_.ctx->emit(seen.kind, [&] {
-      return telemetry_event{seen.kind,      st_.spec->id,         slot.conversation.history().id(),
-                             state.request_id, seen.call_id,       seen.tool_call_id,
-                             seen.iteration, took_us,              seen.detail};
+      return telemetry_event{seen.kind,        st_.spec->id, slot.conversation.history().id(),
+                             state.request_id, seen.call_id, seen.tool_call_id,
+                             seen.iteration,   took_us,      seen.detail};
     });
     if (seen.event && slot.running && slot.running->events)
       self_->send(slot.running->events, event_atom::value, std::move(*seen.event));
   }
 
   void report(telemetry_kind kind, const std::string& thread_id, const std::string& request_id) {
-    st_.ctx->emit(kind, [&] {
-      return telemetry_event{kind, st_.spec->id, thread_id, request_id, {}, {}, 0, 0, {}};
-    });
+    st_.ctx->emit(kind, [&] { return telemetry_event{kind, st_.spec->id, thread_id, request_id, {}, {}, 0, 0, {}}; });
   }
 
   void finish(thread_slot& slot, reply r) {
@@ -347,11 +372,17 @@ class agent_logic {
                                       ? telemetry_kind::request_cancelled
                                       : telemetry_kind::request_failed;
       st_.ctx->emit(kind, [&] {
-        return telemetry_event{kind, st_.spec->id, thread_id, r.request_id, {}, {}, r.iterations,
-                               steady_us() - slot.running->started_us,
-                               r.ok() ? std::string{}
-                                      : std::get<error_info>(r.outcome).type + ": " +
-                                            std::get<error_info>(r.outcome).message};
+        return telemetry_event{
+            kind,
+            st_.spec->id,
+            thread_id,
+            r.request_id,
+            {},
+            {},
+            r.iterations,
+            steady_us() - slot.running->started_us,
+            r.ok() ? std::string{}
+                   : std::get<error_info>(r.outcome).type + ": " + std::get<error_info>(r.outcome).message};
       });
       st_.thread_of.erase(r.request_id);
       slot.running->answer.deliver(std::move(r));

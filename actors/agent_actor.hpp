@@ -13,7 +13,6 @@ namespace troupe {
 std::shared_ptr<const react_config> make_react_config(const agent_spec& spec, const tool_registry& tools);
 
 agent_actor spawn_agent_actor(caf::actor_system& sys, std::shared_ptr<const agent_spec> spec,
-                             std::shared_ptr<runtime_context> ctx,
-                             std::shared_ptr<const react_config> config);
+                              std::shared_ptr<runtime_context> ctx, std::shared_ptr<const react_config> config);
 
 }  // namespace troupe

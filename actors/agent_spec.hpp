@@ -27,7 +27,7 @@ struct agent_spec {
   generation_params params{};
   // Overrides every tool's own timeout when set.
   std::chrono::milliseconds tool_timeout{0};
-  std::size_t max_queued_asks = 64;   // per thread, beyond the running one
+  std::size_t max_queued_asks = 64;  // per thread, beyond the running one
   // A request still running this long after its ask ends with
   // deadline_exceeded (and is cancelled); ask_options::deadline overrides it.
   std::chrono::milliseconds request_deadline{std::chrono::minutes(10)};
@@ -35,10 +35,10 @@ struct agent_spec {
   // again) beyond this many per agent, or after this long unused.
   std::size_t max_loaded_threads = 10'000;
   std::chrono::milliseconds thread_idle_timeout{std::chrono::minutes(30)};
-  std::size_t max_parallel_tools = 8; // tool calls of one model turn running at once
+  std::size_t max_parallel_tools = 8;  // tool calls of one model turn running at once
   restart_policy restart = restart_policy::transient;
-  context_policy context{};        // how each call's context is cut from the thread
-  std::string summary_model{};     // empty: the agent's model
+  context_policy context{};                  // how each call's context is cut from the thread
+  std::string summary_model{};               // empty: the agent's model
   std::shared_ptr<llm_provider> provider{};  // null: the runtime's provider
 };
 

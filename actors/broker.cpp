@@ -83,8 +83,10 @@ class broker_logic {
   void event(const stream_event& e) {
     const std::string& id = std::visit(
         [](const auto& x) -> const std::string& {
-          if constexpr (requires { x.request_id; }) return x.request_id;
-          else return x.result.request_id;
+          if constexpr (requires { x.request_id; })
+            return x.request_id;
+          else
+            return x.result.request_id;
         },
         e);
     auto it = st_.pending.find(id);
@@ -134,9 +136,9 @@ class broker_logic {
     const std::string& agent_id = it->second.state->agent_id;
     if (e == caf::sec::request_receiver_down) {
       // The agent was gone before it took the ask.
-      end(id, st_.ctx->shutting_down ? failed(id, error_type::shutdown, "the runtime is shutting down")
-                                     : failed(id, error_type::agent_stopped,
-                                              "agent " + agent_id + " stopped before answering"));
+      end(id, st_.ctx->shutting_down
+                  ? failed(id, error_type::shutdown, "the runtime is shutting down")
+                  : failed(id, error_type::agent_stopped, "agent " + agent_id + " stopped before answering"));
     } else {
       end(id, failed(id, error_type::agent_crashed,
                      "agent " + agent_id + " failed to answer: " + self_->system().render(e)));

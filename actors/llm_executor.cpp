@@ -11,8 +11,8 @@ namespace troupe {
 namespace {
 
 llm_result executor_crashed(const std::string& call_id) {
-  return llm_result{call_id, error_info::of(error_type::executor_crashed,
-                                            "the model executor stopped before the call finished")};
+  return llm_result{
+      call_id, error_info::of(error_type::executor_crashed, "the model executor stopped before the call finished")};
 }
 
 // A call still streaming. It holds its provider: an agent's own provider dies
@@ -54,19 +54,18 @@ llm_executor_actor::behavior_type llm_executor(llm_executor_self self, std::shar
              const std::string& thread_id, std::shared_ptr<llm_provider> provider) -> caf::result<llm_result> {
         auto progress = std::make_shared<call_progress>();
         // Callbacks may run on the provider's threads: they only send messages.
-        llm_callbacks callbacks{
-            [agent, thread_id](llm_delta d) {
-              caf::anon_send(agent, signal_atom::value, thread_id, signal{std::move(d)});
-            },
-            [progress, me = caf::actor_cast<llm_executor_actor>(self)](llm_result r) {
-              std::unique_lock lock(progress->mutex);
-              if (!progress->returned) {
-                progress->early = std::move(r);
-                return;
-              }
-              lock.unlock();
-              caf::anon_send(me, done_atom::value, std::move(r));
-            }};
+        llm_callbacks callbacks{[agent, thread_id](llm_delta d) {
+                                  caf::anon_send(agent, signal_atom::value, thread_id, signal{std::move(d)});
+                                },
+                                [progress, me = caf::actor_cast<llm_executor_actor>(self)](llm_result r) {
+                                  std::unique_lock lock(progress->mutex);
+                                  if (!progress->returned) {
+                                    progress->early = std::move(r);
+                                    return;
+                                  }
+                                  lock.unlock();
+                                  caf::anon_send(me, done_atom::value, std::move(r));
+                                }};
         std::unique_ptr<llm_call> call;
         try {
           call = provider->stream(*request, std::move(callbacks));
@@ -79,8 +78,9 @@ llm_executor_actor::behavior_type llm_executor(llm_executor_self self, std::shar
           if (progress->early) return std::move(*progress->early);
         }
         auto promise = self->make_response_promise<llm_result>();
-        self->state.calls[request->call_id] = running_call{
-            std::move(provider), std::move(call), promise_guard<llm_result>(promise, request->call_id, &executor_crashed)};
+        self->state.calls[request->call_id] =
+            running_call{std::move(provider), std::move(call),
+                         promise_guard<llm_result>(promise, request->call_id, &executor_crashed)};
         return caf::delegated<llm_result>();
       },
       [self](cancel_atom, const std::string& call_id) {

@@ -49,22 +49,19 @@ struct agent_stats {
 // agent answers every ask it accepted: with the answer, a typed error, or
 // agent_crashed if it dies first); stream events go to the sink meanwhile.
 // Signals are the executors' deltas; a cancel names a request and a reason.
-using agent_actor = caf::typed_actor<
-    caf::replies_to<ask_atom, query, event_sink_actor>::with<reply>,
-    caf::reacts_to<signal_atom, std::string, signal>,
-    caf::reacts_to<cancel_atom, std::string, std::string>,
-    caf::replies_to<snapshot_atom, std::string>::with<thread_view>,
-    caf::replies_to<stats_atom>::with<agent_stats>,
-    caf::reacts_to<stop_atom>>;
+using agent_actor = caf::typed_actor<caf::replies_to<ask_atom, query, event_sink_actor>::with<reply>,
+                                     caf::reacts_to<signal_atom, std::string, signal>,
+                                     caf::reacts_to<cancel_atom, std::string, std::string>,
+                                     caf::replies_to<snapshot_atom, std::string>::with<thread_view>,
+                                     caf::replies_to<stats_atom>::with<agent_stats>, caf::reacts_to<stop_atom>>;
 
 // Model calls. exec answers with the call's result once it ends (or
 // executor_crashed); deltas go to the agent as signals while it streams.
 // done carries a result from the provider's own thread back to the executor.
-using llm_executor_actor = caf::typed_actor<
-    caf::replies_to<exec_atom, std::shared_ptr<const llm_stream>, agent_actor, std::string,
-                    std::shared_ptr<llm_provider>>::with<llm_result>,
-    caf::reacts_to<cancel_atom, std::string>,
-    caf::reacts_to<done_atom, llm_result>>;
+using llm_executor_actor =
+    caf::typed_actor<caf::replies_to<exec_atom, std::shared_ptr<const llm_stream>, agent_actor, std::string,
+                                     std::shared_ptr<llm_provider>>::with<llm_result>,
+                     caf::reacts_to<cancel_atom, std::string>, caf::reacts_to<done_atom, llm_result>>;
 
 // Tool calls. exec (tool call, thread id, agent id) answers with the tool's
 // result: its outcome, a timeout, or executor_crashed. The other messages
@@ -73,28 +70,24 @@ using llm_executor_actor = caf::typed_actor<
 using tool_executor_actor = caf::typed_actor<
     caf::replies_to<exec_atom, std::shared_ptr<const tool_exec>, std::string, std::string>::with<tool_result>,
     caf::reacts_to<cancel_atom, std::string, std::string>,
-    caf::reacts_to<done_atom, std::string, int, tool_outcome, bool>,
-    caf::reacts_to<retry_atom, std::string, int>,
+    caf::reacts_to<done_atom, std::string, int, tool_outcome, bool>, caf::reacts_to<retry_atom, std::string, int>,
     caf::reacts_to<timeout_atom, std::string>>;
 
 // The facade's side of requests: it asks agents for the embedding program,
 // runs its callbacks, routes cancels behind their asks and enforces
 // deadlines (timeout: its own deadline timer). Also the event sink of the
 // requests it asked.
-using broker_actor = caf::typed_actor<
-    caf::reacts_to<ask_atom, query, agent_actor, std::shared_ptr<request::state>>,
-    caf::reacts_to<cancel_atom, std::string, std::string>,
-    caf::reacts_to<event_atom, stream_event>,
-    caf::reacts_to<timeout_atom>,
-    caf::replies_to<stats_atom>::with<std::size_t>,
-    caf::replies_to<shutdown_atom>::with<bool>>;
+using broker_actor =
+    caf::typed_actor<caf::reacts_to<ask_atom, query, agent_actor, std::shared_ptr<request::state>>,
+                     caf::reacts_to<cancel_atom, std::string, std::string>, caf::reacts_to<event_atom, stream_event>,
+                     caf::reacts_to<timeout_atom>, caf::replies_to<stats_atom>::with<std::size_t>,
+                     caf::replies_to<shutdown_atom>::with<bool>>;
 
 // Starts and restarts agents (see supervisor.hpp).
-using supervisor_actor = caf::typed_actor<
-    caf::replies_to<spawn_atom, std::shared_ptr<const agent_spec>, std::shared_ptr<const react_config>>::with<
-        agent_actor>,
-    caf::replies_to<stop_atom, std::string>::with<bool>,
-    caf::replies_to<shutdown_atom>::with<bool>>;
+using supervisor_actor =
+    caf::typed_actor<caf::replies_to<spawn_atom, std::shared_ptr<const agent_spec>,
+                                     std::shared_ptr<const react_config>>::with<agent_actor>,
+                     caf::replies_to<stop_atom, std::string>::with<bool>, caf::replies_to<shutdown_atom>::with<bool>>;
 
 }  // namespace troupe
 

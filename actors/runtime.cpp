@@ -121,7 +121,8 @@ runtime::impl::impl(runtime_options o) : options(std::move(o)) {
       executors, [&sys, weak] { return spawn_llm_executor(sys, weak.lock()); }, replaced("model executor"));
   ctx->tool_executors.start(
       executors, [&sys, weak] { return spawn_tool_executor(sys, weak.lock()); }, replaced("tool executor"));
-  brokers.start(threads, [&sys, weak] { return spawn_broker(sys, weak.lock()); }, replaced("broker"));
+  brokers.start(
+      threads, [&sys, weak] { return spawn_broker(sys, weak.lock()); }, replaced("broker"));
   supervisor = spawn_supervisor(sys, ctx);
 }
 
@@ -137,8 +138,7 @@ void runtime::impl::shutdown() {
     // A scoped actor counts as running: it must be gone before the wait below.
     caf::scoped_actor self{*system};
     // Agents first, so that their last replies reach the brokers...
-    self->request(supervisor, std::chrono::seconds(30), shutdown_atom::value)
-        .receive([](bool) {}, [](caf::error&) {});
+    self->request(supervisor, std::chrono::seconds(30), shutdown_atom::value).receive([](bool) {}, [](caf::error&) {});
     // ...then the brokers fail whatever is still waiting.
     for (auto& b : brokers.close())
       self->request(b, std::chrono::seconds(30), shutdown_atom::value).receive([](bool) {}, [](caf::error&) {});
@@ -232,11 +232,11 @@ void runtime::add_agent_tool(std::string tool_name, std::string agent_id, std::s
                              std::chrono::milliseconds timeout) {
   std::weak_ptr<agent::impl_ref> weak = impl_ref_;
   tool t;
-  t.spec = tool_spec{std::move(tool_name), std::move(description),
-                     boost::json::object{
-                         {"type", "object"},
-                         {"properties", {{"question", {{"type", "string"}, {"description", "What to ask."}}}}},
-                         {"required", boost::json::array{"question"}}}};
+  t.spec = tool_spec{
+      std::move(tool_name), std::move(description),
+      boost::json::object{{"type", "object"},
+                          {"properties", {{"question", {{"type", "string"}, {"description", "What to ask."}}}}},
+                          {"required", boost::json::array{"question"}}}};
   t.timeout = timeout;
   t.retry.max_attempts = 1;
   t.start = [weak, agent_id](const boost::json::object& args, const tool_context& ctx,
@@ -274,8 +274,7 @@ request agent::ask(std::string question, ask_options options) const {
   return impl->ask(id_, std::move(question), std::move(options));
 }
 
-std::optional<thread_view> agent::snapshot(const std::string& thread_id,
-                                           std::chrono::milliseconds timeout) const {
+std::optional<thread_view> agent::snapshot(const std::string& thread_id, std::chrono::milliseconds timeout) const {
   auto impl = rt_->impl.load();
   if (!impl || impl->stopped) return std::nullopt;
   auto a = impl->ctx->agents.find(id_);

@@ -12,8 +12,8 @@
 #include "actors/agent_spec.hpp"
 #include "actors/stream_event.hpp"
 #include "directives/reply.hpp"
-#include "runtime/telemetry/telemetry.hpp"
 #include "runtime/store/thread_store.hpp"
+#include "runtime/telemetry/telemetry.hpp"
 #include "runtime/tools/tool_registry.hpp"
 #include "signals/query.hpp"
 #include "strategy/thread.hpp"
@@ -28,20 +28,20 @@
 namespace troupe {
 
 struct runtime_options {
-  std::shared_ptr<llm_provider> provider{};      // the default for agents that name none
-  std::shared_ptr<thread_store> store{};         // null: an in-memory store
+  std::shared_ptr<llm_provider> provider{};     // the default for agents that name none
+  std::shared_ptr<thread_store> store{};        // null: an in-memory store
   std::shared_ptr<telemetry_sink> telemetry{};  // null: log_sink (TROUPE_LOG=debug for all events)
-  std::size_t scheduler_threads = 0;           // 0: one per core
-  std::size_t executors = 0;                   // model and tool executors each; 0: one per scheduler thread
-  std::size_t tool_workers = 8;                // threads for blocking tools
+  std::size_t scheduler_threads = 0;            // 0: one per core
+  std::size_t executors = 0;                    // model and tool executors each; 0: one per scheduler thread
+  std::size_t tool_workers = 8;                 // threads for blocking tools
   std::size_t max_queued_tool_jobs = 10'000;
-  int max_restarts = 3;                        // per agent within restart_window
+  int max_restarts = 3;  // per agent within restart_window
   std::chrono::milliseconds restart_window{5'000};
 };
 
 struct ask_options {
-  std::string thread_id{};  // empty: the agent's default thread
-  std::string request_id{}; // empty: one is made up
+  std::string thread_id{};   // empty: the agent's default thread
+  std::string request_id{};  // empty: one is made up
   query_overrides overrides{};
   // Past this the request ends with deadline_exceeded and is cancelled;
   // unset: the agent spec's request_deadline.

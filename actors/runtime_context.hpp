@@ -5,8 +5,8 @@
 
 #include "actors/actor_pool.hpp"
 #include "actors/protocols.hpp"
-#include "runtime/telemetry/telemetry.hpp"
 #include "runtime/store/thread_store.hpp"
+#include "runtime/telemetry/telemetry.hpp"
 #include "runtime/tools/tool_registry.hpp"
 #include "runtime/tools/worker_pool.hpp"
 

@@ -37,7 +37,6 @@ struct request_finished_event {
   reply result;
 };
 
-using stream_event =
-    std::variant<delta_event, tool_started_event, tool_finished_event, request_finished_event>;
+using stream_event = std::variant<delta_event, tool_started_event, tool_finished_event, request_finished_event>;
 
 }  // namespace troupe

@@ -3,8 +3,8 @@
 #include "actors/agent_actor.hpp"
 
 #include <chrono>
-#include <vector>
 #include <unordered_map>
+#include <vector>
 
 namespace troupe {
 
@@ -56,14 +56,12 @@ void on_agent_down(supervisor_self self, const std::string& id, const caf::error
   const bool crashed = reason && reason != caf::exit_reason::normal;
   const std::string why = crashed ? self->system().render(reason) : "stopped";
   if (crashed)
-    st.ctx->emit(telemetry_kind::agent_crashed, [&] {
-      return telemetry_event{telemetry_kind::agent_crashed, id, {}, {}, {}, {}, 0, 0, why};
-    });
+    st.ctx->emit(telemetry_kind::agent_crashed,
+                 [&] { return telemetry_event{telemetry_kind::agent_crashed, id, {}, {}, {}, {}, 0, 0, why}; });
 
   const restart_policy policy = c.spec->restart;
   const bool restart = !c.stopping && !st.shutting_down &&
-                       (policy == restart_policy::permanent ||
-                        (policy == restart_policy::transient && crashed));
+                       (policy == restart_policy::permanent || (policy == restart_policy::transient && crashed));
   if (!restart) {
     st.ctx->agents.erase(id);
     for (auto& p : c.stop_waiters) p.deliver(true);
@@ -74,21 +72,19 @@ void on_agent_down(supervisor_self self, const std::string& id, const caf::error
   const auto now = steady::now();
   std::erase_if(c.restarts, [&](steady::time_point t) { return now - t > st.ctx->restart_window; });
   if (static_cast<int>(c.restarts.size()) >= st.ctx->max_restarts) {
-    const std::string report = "agent " + id + " stopped " + std::to_string(c.restarts.size() + 1) +
-                               " times within " + std::to_string(st.ctx->restart_window.count()) +
-                               " ms (last: " + why + "); it is not restarted again";
+    const std::string report = "agent " + id + " stopped " + std::to_string(c.restarts.size() + 1) + " times within " +
+                               std::to_string(st.ctx->restart_window.count()) + " ms (last: " + why +
+                               "); it is not restarted again";
     st.ctx->agents.mark_failed(id, report);
-    st.ctx->emit(telemetry_kind::agent_escalated, [&] {
-      return telemetry_event{telemetry_kind::agent_escalated, id, {}, {}, {}, {}, 0, 0, report};
-    });
+    st.ctx->emit(telemetry_kind::agent_escalated,
+                 [&] { return telemetry_event{telemetry_kind::agent_escalated, id, {}, {}, {}, {}, 0, 0, report}; });
     st.agents.erase(it);
     return;
   }
   c.restarts.push_back(now);
   start_agent(self, c);
-  st.ctx->emit(telemetry_kind::agent_restarted, [&] {
-      return telemetry_event{telemetry_kind::agent_restarted, id, {}, {}, {}, {}, 0, 0, why};
-    });
+  st.ctx->emit(telemetry_kind::agent_restarted,
+               [&] { return telemetry_event{telemetry_kind::agent_restarted, id, {}, {}, {}, {}, 0, 0, why}; });
 }
 
 supervisor_actor::behavior_type supervisor(supervisor_self self, std::shared_ptr<runtime_context> ctx) {

@@ -16,7 +16,6 @@
 
 namespace troupe {
 
-
 supervisor_actor spawn_supervisor(caf::actor_system& sys, std::shared_ptr<runtime_context> ctx);
 
 }  // namespace troupe

@@ -12,9 +12,11 @@ namespace {
 tool_result executor_crashed(const std::string& key) {
   // The key is call_id/tool_call_id; the agent matches results by both.
   const auto slash = key.find('/');
-  return tool_result{key.substr(0, slash), key.substr(slash + 1), {},
-                     error_info::of(error_type::executor_crashed,
-                                    "the tool executor stopped before the call finished")};
+  return tool_result{
+      key.substr(0, slash),
+      key.substr(slash + 1),
+      {},
+      error_info::of(error_type::executor_crashed, "the tool executor stopped before the call finished")};
 }
 
 // One tool call being executed, across its attempts.
@@ -47,21 +49,18 @@ struct tool_executor_state {
 
 using tool_executor_self = tool_executor_actor::stateful_pointer<tool_executor_state>;
 
-std::string key_of(const std::string& call_id, const std::string& tool_call_id) {
-  return call_id + "/" + tool_call_id;
-}
+std::string key_of(const std::string& call_id, const std::string& tool_call_id) { return call_id + "/" + tool_call_id; }
 
 class tool_logic {
  public:
   explicit tool_logic(tool_executor_self self) : self_(self), st_(self->state) {}
 
-  caf::result<tool_result> start(std::shared_ptr<const tool_exec> exec, std::string thread_id,
-                                 std::string agent_id) {
+  caf::result<tool_result> start(std::shared_ptr<const tool_exec> exec, std::string thread_id, std::string agent_id) {
     auto tool = st_.ctx->tools.find(exec->tool_name);
     if (!tool)  // the registry changed since the agent was configured
-      return tool_result{exec->call_id, exec->tool_call_id, exec->tool_name,
-                         error_info::of(error_type::unknown_tool,
-                                        "the tool \"" + exec->tool_name + "\" is no longer registered")};
+      return tool_result{
+          exec->call_id, exec->tool_call_id, exec->tool_name,
+          error_info::of(error_type::unknown_tool, "the tool \"" + exec->tool_name + "\" is no longer registered")};
     const std::string key = key_of(exec->call_id, exec->tool_call_id);
     const auto timeout =
         exec->timeout_ms > 0 ? std::chrono::milliseconds(exec->timeout_ms) : tool->definition().timeout;
@@ -117,8 +116,14 @@ class tool_logic {
     if (failed && result.retryable && r.attempt < policy.max_attempts) {
       ++r.attempt;
       st_.ctx->emit(telemetry_kind::tool_retry, [&] {
-        return telemetry_event{telemetry_kind::tool_retry, r.agent_id, r.thread_id, r.exec->request_id,
-                               r.exec->call_id, r.exec->tool_call_id, r.exec->iteration, 0,
+        return telemetry_event{telemetry_kind::tool_retry,
+                               r.agent_id,
+                               r.thread_id,
+                               r.exec->request_id,
+                               r.exec->call_id,
+                               r.exec->tool_call_id,
+                               r.exec->iteration,
+                               0,
                                r.exec->tool_name + ": " + std::get<error_info>(result.outcome).message};
       });
       self_->delayed_send(self_, policy.backoff_before(r.attempt), retry_atom::value, key, r.attempt);
@@ -134,13 +139,12 @@ class tool_logic {
     r.stop();
     const std::int64_t took_us = steady_us() - r.started_us;
     st_.ctx->emit(telemetry_kind::tool_timeout, [&] {
-      return telemetry_event{telemetry_kind::tool_timeout, r.agent_id, r.thread_id, r.exec->request_id,
-                             r.exec->call_id, r.exec->tool_call_id, r.exec->iteration, took_us,
-                             r.exec->tool_name};
+      return telemetry_event{
+          telemetry_kind::tool_timeout, r.agent_id,        r.thread_id, r.exec->request_id, r.exec->call_id,
+          r.exec->tool_call_id,         r.exec->iteration, took_us,     r.exec->tool_name};
     });
     answer(it, error_info::of(error_type::timeout,
-                              "the tool did not finish within " + std::to_string(took_us / 1000) + " ms",
-                              r.attempt));
+                              "the tool did not finish within " + std::to_string(took_us / 1000) + " ms", r.attempt));
   }
 
   void cancel(const std::string& key) {

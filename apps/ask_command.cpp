@@ -47,18 +47,19 @@ int run_ask(const model_options& o, const std::string& question, bool as_json) {
     r.cancel("the question took longer than --timeout");
     got = r.await(std::chrono::seconds(10));
   }
-  const reply result = got ? *got : reply{r.id(), error_info::of(error_type::timeout, "no answer within the time limit"), {}, 0};
+  const reply result =
+      got ? *got : reply{r.id(), error_info::of(error_type::timeout, "no answer within the time limit"), {}, 0};
 
   if (as_json) {
     const std::string& thread_id = s.thread_id;
     auto t = s.assistant->snapshot(thread_id);
     json::object out{
-                     {"status", result.ok() ? "completed" : "error"},
-                     {"answer", result.ok() ? json::value(std::get<std::string>(result.outcome)) : json::value(nullptr)},
-                     {"thread_id", thread_id},
-                     {"usage", to_json(result.usage)},
-                     {"error", error_json(result)},
-                     {"entries", t ? entries_json(*t) : json::array()}};
+        {"status", result.ok() ? "completed" : "error"},
+        {"answer", result.ok() ? json::value(std::get<std::string>(result.outcome)) : json::value(nullptr)},
+        {"thread_id", thread_id},
+        {"usage", to_json(result.usage)},
+        {"error", error_json(result)},
+        {"entries", t ? entries_json(*t) : json::array()}};
     if (s.conv) out["conversation_id"] = s.conv->id;
     std::cout << json_text(out) << "\n";
   } else if (result.ok()) {

@@ -5,12 +5,12 @@
 
 #include <editline/readline.h>
 
+#include <unistd.h>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
-#include <unistd.h>
 
 namespace troupe::cli {
 

@@ -2,8 +2,8 @@
 // The troupe subcommands. Each returns the process's exit code: 0 done,
 // 1 the request failed, 2 a usage error.
 
-#include "apps/simulation.hpp"
 #include "apps/model_options.hpp"
+#include "apps/simulation.hpp"
 
 #include <string>
 

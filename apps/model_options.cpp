@@ -1,9 +1,9 @@
 #include "apps/model_options.hpp"
 
-#include "runtime/tools/builtin_tools.hpp"
 #include "runtime/llm/http_llm_provider.hpp"
-#include "runtime/random_ids.hpp"
 #include "runtime/llm/scripted_provider.hpp"
+#include "runtime/random_ids.hpp"
+#include "runtime/tools/builtin_tools.hpp"
 
 #include <boost/json.hpp>
 
@@ -19,8 +19,10 @@ void add_model_options(CLI::App& c, model_options& o, bool conversation) {
   c.add_option("--provider", o.provider, "openai, anthropic or scripted (default: from the model's prefix)")
       ->check(CLI::IsMember({"openai", "anthropic", "scripted"}));
   c.add_option("--model", o.model, "Model name, e.g. openai:gpt-4o-mini or anthropic:claude-sonnet-4-5");
-  c.add_option("--base-url", o.base_url, "API base URL (default: $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL, else the vendor's)");
-  c.add_option("--api-key-env", o.api_key_env, "Environment variable holding the API key (default: OPENAI_API_KEY or ANTHROPIC_API_KEY)");
+  c.add_option("--base-url", o.base_url,
+               "API base URL (default: $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL, else the vendor's)");
+  c.add_option("--api-key-env", o.api_key_env,
+               "Environment variable holding the API key (default: OPENAI_API_KEY or ANTHROPIC_API_KEY)");
   c.add_option("--system", o.system, "System prompt");
   c.add_option("--tool", o.tools, "Enable a built-in tool: calculator, current_time (repeatable)");
   if (conversation) c.add_option("--thread", o.thread, "Thread id to use");
@@ -32,7 +34,8 @@ void add_model_options(CLI::App& c, model_options& o, bool conversation) {
   c.add_option("--context-policy", o.context_policy_name,
                "How much of the thread each call sends: short, long, tool or auto (by the model's window)")
       ->check(CLI::IsMember({"short", "long", "tool", "auto"}));
-  c.add_option("--max-input-tokens", o.max_input_tokens, "Token budget of each call's context")->check(CLI::PositiveNumber);
+  c.add_option("--max-input-tokens", o.max_input_tokens, "Token budget of each call's context")
+      ->check(CLI::PositiveNumber);
   c.add_option("--keep-last-turns", o.keep_last_turns, "Turns kept in each call's context (0: as many as fit)");
   c.add_flag("--summarize", o.summarize, "Summarize what falls out of the context window, and send the summary");
   c.add_option("--summarize-to", o.summarize_to,
@@ -40,7 +43,8 @@ void add_model_options(CLI::App& c, model_options& o, bool conversation) {
       ->check(CLI::PositiveNumber & CLI::Range(0.0, 1.0));
   if (!conversation) return;
   add_store_option(c, o.store);
-  c.add_option("--user", o.user, "Continue this user's conversation (with --platform and --chat-id) instead of --thread");
+  c.add_option("--user", o.user,
+               "Continue this user's conversation (with --platform and --chat-id) instead of --thread");
   c.add_option("--platform", o.platform, "The conversation's platform: cli, web_chat, telegram, whatsapp, …")
       ->capture_default_str();
   c.add_option("--chat-id", o.chat_id, "The chat's id on that platform")->capture_default_str();
@@ -49,15 +53,20 @@ void add_model_options(CLI::App& c, model_options& o, bool conversation) {
 void add_store_option(CLI::App& c, std::string& store) {
   c.add_option("--store", store,
                "Where threads and conversations are kept: memory:, sqlite:PATH or postgres://USER@HOST:PORT/DB "
-               "(default: " + default_store_uri() + "; ask without --user: memory:)");
+               "(default: " +
+                   default_store_uri() + "; ask without --user: memory:)");
 }
 
 context_policy policy_for(const model_options& o, const std::string& model) {
   context_policy p;
-  if (o.context_policy_name == "short") p = context_policy::short_context();
-  else if (o.context_policy_name == "long") p = context_policy::long_context();
-  else if (o.context_policy_name == "tool") p = context_policy::tool_focused();
-  else if (o.context_policy_name == "auto") p = context_policy::for_model(model);
+  if (o.context_policy_name == "short")
+    p = context_policy::short_context();
+  else if (o.context_policy_name == "long")
+    p = context_policy::long_context();
+  else if (o.context_policy_name == "tool")
+    p = context_policy::tool_focused();
+  else if (o.context_policy_name == "auto")
+    p = context_policy::for_model(model);
   if (o.max_input_tokens) {
     p.max_input_tokens = *o.max_input_tokens;
     p.reserve_output_tokens = std::min(p.reserve_output_tokens, p.max_input_tokens / 4);
@@ -116,7 +125,8 @@ std::vector<scripted_reply> load_script(const std::string& path) {
       if (!usage) throw usage_error(where + ": " + usage.error().describe());
       r.usage = *usage;
     }
-    if (auto* d = o.if_contains("delay_ms"); d && d->is_number()) r.delay = std::chrono::milliseconds(d->to_number<std::int64_t>());
+    if (auto* d = o.if_contains("delay_ms"); d && d->is_number())
+      r.delay = std::chrono::milliseconds(d->to_number<std::int64_t>());
     replies.push_back(std::move(r));
   }
   return replies;
@@ -140,8 +150,9 @@ resolved_model resolve_model(const model_options& o) {
     if (o.script.empty()) throw usage_error("--provider scripted needs --script FILE");
     return {std::make_shared<scripted_provider>(load_script(o.script)), model.empty() ? "scripted" : model};
   }
-  if (model.empty()) throw usage_error("--model is required, e.g. --model " + provider + ":" +
-                                       (provider == "openai" ? "gpt-4o-mini" : "claude-sonnet-4-5"));
+  if (model.empty())
+    throw usage_error("--model is required, e.g. --model " + provider + ":" +
+                      (provider == "openai" ? "gpt-4o-mini" : "claude-sonnet-4-5"));
   const bool openai = provider == "openai";
   const std::string default_url = openai ? "https://api.openai.com/v1" : "https://api.anthropic.com";
   std::string base_url = o.base_url.empty() ? env(openai ? "OPENAI_BASE_URL" : "ANTHROPIC_BASE_URL") : o.base_url;
@@ -150,7 +161,8 @@ resolved_model resolve_model(const model_options& o) {
   const std::string key = env(key_var);
   // Local OpenAI-compatible servers usually need no key; the vendors' APIs do.
   if (key.empty() && (base_url == default_url || !o.api_key_env.empty()))
-    throw usage_error("no API key: set " + key_var + (o.api_key_env.empty() ? " (or name another variable with --api-key-env)" : ""));
+    throw usage_error("no API key: set " + key_var +
+                      (o.api_key_env.empty() ? " (or name another variable with --api-key-env)" : ""));
 
   http_provider_options h;
   h.format = openai ? wire_format::openai : wire_format::anthropic;
@@ -182,9 +194,8 @@ cli_session::cli_session(const model_options& o, const std::string& default_stor
     conv = std::move(*c);
     thread_id = conv->thread_id;
   }
-  rt = std::make_unique<runtime>(runtime_options{.provider = m.provider,
-                                                 .store = store.threads,
-                                                 .telemetry = std::make_shared<log_sink>(false)});
+  rt = std::make_unique<runtime>(
+      runtime_options{.provider = m.provider, .store = store.threads, .telemetry = std::make_shared<log_sink>(false)});
   rt->tools().add(calculator_tool());
   rt->tools().add(current_time_tool());
   agent_spec spec;

@@ -3,10 +3,10 @@
 
 #include <boost/json.hpp>
 
+#include <unistd.h>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
-#include <unistd.h>
 
 namespace troupe::cli {
 
@@ -78,8 +78,8 @@ int run_simulate(simulation_options options, const model_options& model, bool as
     if (r.first_token.samples) out["first_token_ms"] = latency_json(r.first_token, false);
     std::cout << json_text(out) << "\n";
   } else {
-    std::printf("%zu agents, %zu turns completed, %zu failed%s in %.2f s (%.0f turns/s)\n", r.agents,
-                r.turns_completed, r.turns_failed, r.stopped ? " (stopped early)" : "", r.seconds, r.turns_per_second);
+    std::printf("%zu agents, %zu turns completed, %zu failed%s in %.2f s (%.0f turns/s)\n", r.agents, r.turns_completed,
+                r.turns_failed, r.stopped ? " (stopped early)" : "", r.seconds, r.turns_per_second);
     std::printf("turn latency p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms; troupe's own share p50 %.2f ms\n",
                 r.turn_latency.p50, r.turn_latency.p90, r.turn_latency.p99, r.turn_latency.max, r.own_time.p50);
     if (r.first_token.samples)

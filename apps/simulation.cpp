@@ -1,7 +1,7 @@
 #include "apps/simulation.hpp"
 
-#include "runtime/tools/builtin_tools.hpp"
 #include "runtime/llm/scripted_provider.hpp"
+#include "runtime/tools/builtin_tools.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -56,7 +56,9 @@ latency_summary summarize(std::vector<double> ms) {
   s.samples = ms.size();
   if (ms.empty()) return s;
   std::sort(ms.begin(), ms.end());
-  auto at = [&](double p) { return ms[std::min(ms.size() - 1, static_cast<std::size_t>(p * static_cast<double>(ms.size())))]; };
+  auto at = [&](double p) {
+    return ms[std::min(ms.size() - 1, static_cast<std::size_t>(p * static_cast<double>(ms.size())))];
+  };
   s.p50 = at(0.50);
   s.p90 = at(0.90);
   s.p99 = at(0.99);
@@ -100,8 +102,14 @@ class driver {
  public:
   driver(const simulation_options& o, simulation_progress& progress, std::vector<agent>& agents,
          model_time_sink& model_time, bool streaming)
-      : o_(o), progress_(progress), agents_(agents), model_time_(model_time), streaming_(streaming),
-        next_turn_(agents.size(), 0), running_(agents.size()), turn_started_(agents.size()) {
+      : o_(o),
+        progress_(progress),
+        agents_(agents),
+        model_time_(model_time),
+        streaming_(streaming),
+        next_turn_(agents.size(), 0),
+        running_(agents.size()),
+        turn_started_(agents.size()) {
     // No turns: nothing to start (a turn started anyway would never count).
     if (o.turns > 0)
       for (std::size_t i = 0; i < agents.size(); ++i) ready_.push_back(i);
@@ -114,7 +122,8 @@ class driver {
   // Waits until every turn is done, or `stop` is set; calls on_tick now and then.
   void wait(const std::function<void()>& on_tick) {
     std::unique_lock lock(mutex_);
-    while (!all_done_.wait_for(lock, std::chrono::milliseconds(200), [&] { return finished_ == total_ || (stopping_ && in_flight_ == 0); })) {
+    while (!all_done_.wait_for(lock, std::chrono::milliseconds(200),
+                               [&] { return finished_ == total_ || (stopping_ && in_flight_ == 0); })) {
       if (o_.stop && o_.stop->load() && !stopping_) {
         stopping_ = true;
         for (auto& r : running_)
@@ -204,8 +213,8 @@ class driver {
   const bool streaming_;
   std::mutex mutex_;
   std::condition_variable all_done_;
-  std::deque<std::size_t> ready_;        // agents whose next turn may start
-  std::vector<std::size_t> next_turn_;   // turns started, per agent
+  std::deque<std::size_t> ready_;       // agents whose next turn may start
+  std::vector<std::size_t> next_turn_;  // turns started, per agent
   std::vector<std::optional<request>> running_;
   std::vector<clk::time_point> turn_started_;
   std::size_t limit_ = 0;
@@ -261,7 +270,8 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
     agent_spec spec;
     spec.id = "sim-" + std::to_string(i);
     spec.model = options.model;
-    spec.system_prompt = fill(options.system_prompt.empty() && scripted ? "You are simulated agent {agent}." : options.system_prompt, i, 0);
+    spec.system_prompt = fill(
+        options.system_prompt.empty() && scripted ? "You are simulated agent {agent}." : options.system_prompt, i, 0);
     spec.tools = tools;
     spec.max_iterations = options.max_iterations;
     spec.context = options.context;

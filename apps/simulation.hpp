@@ -31,8 +31,8 @@ struct simulation_options {
   std::shared_ptr<llm_provider> provider{};
   std::string model = "scripted:sim";
   std::size_t tools_per_turn = 1;
-  std::string system_prompt{};        // "{agent}" is replaced
-  std::vector<std::string> tools{};   // built-in tools to enable (with a provider)
+  std::string system_prompt{};       // "{agent}" is replaced
+  std::vector<std::string> tools{};  // built-in tools to enable (with a provider)
   int max_iterations = 10;
   context_policy context{};
   // The user message of each turn; "{agent}" and "{turn}" are replaced.

@@ -26,15 +26,17 @@ CLI::App* with_common(CLI::App* c, store_command_options& o) {
 
 // A store error for people (or as JSON), and the exit code it means.
 int report(const store_error& e, bool as_json) {
-  if (as_json) std::cout << json_text(json::object{{"error", {{"type", e.type}, {"message", e.message}}}}) << "\n";
-  else std::cerr << "troupe: " << e.type << ": " << e.message << "\n";
+  if (as_json)
+    std::cout << json_text(json::object{{"error", {{"type", e.type}, {"message", e.message}}}}) << "\n";
+  else
+    std::cerr << "troupe: " << e.type << ": " << e.message << "\n";
   return 1;
 }
 
 void print(const json::value& v) { std::cout << json_text(v) << "\n"; }
 
 json::object thread_json(const thread_view& t) {
-  return {{"thread_id", t.id()},       {"rev", t.rev()},           {"created_at", t.created_at()},
+  return {{"thread_id", t.id()},          {"rev", t.rev()},           {"created_at", t.created_at()},
           {"updated_at", t.updated_at()}, {"metadata", t.metadata()}, {"entries", entries_json(t)}};
 }
 
@@ -50,7 +52,9 @@ CLI::App* add_threads_command(CLI::App& app, store_command_options& o) {
   CLI::App* threads = app.add_subcommand("threads", "List, show, fork and delete stored threads.");
   threads->require_subcommand(1);
   with_common(threads->add_subcommand("list", "Every stored thread's id."), o);
-  with_common(threads->add_subcommand("show", "A thread's entries."), o)->add_option("id", o.id, "Thread id")->required();
+  with_common(threads->add_subcommand("show", "A thread's entries."), o)
+      ->add_option("id", o.id, "Thread id")
+      ->required();
   auto* fork = with_common(threads->add_subcommand("fork", "A new thread with a thread's entries up to --at."), o);
   fork->add_option("id", o.id, "Thread id")->required();
   fork->add_option("--at", o.at, "The last seq the fork keeps")->required();
@@ -115,7 +119,8 @@ int run_threads(const store_command_options& o) {
     auto child = threads.fork(o.id, *o.at, new_id, wall_clock_ms());  // --at is required
     if (!child) return report(child.error(), o.json);
     if (o.json)
-      print(json::object{{"thread_id", child->id()}, {"forked_from", o.id}, {"at_seq", *o.at}, {"entries", child->size()}});
+      print(json::object{
+          {"thread_id", child->id()}, {"forked_from", o.id}, {"at_seq", *o.at}, {"entries", child->size()}});
     else
       std::cout << "forked " << o.id << " at seq " << *o.at << " into " << child->id() << " (" << child->size()
                 << " entries)\n";
@@ -123,8 +128,10 @@ int run_threads(const store_command_options& o) {
   }
   if (o.action == "delete") {
     if (!threads.remove(o.id)) return report(store_error{"not_found", "no thread " + o.id}, o.json);
-    if (o.json) print(json::object{{"deleted", o.id}});
-    else std::cout << "deleted thread " << o.id << "\n";
+    if (o.json)
+      print(json::object{{"deleted", o.id}});
+    else
+      std::cout << "deleted thread " << o.id << "\n";
     return 0;
   }
   throw usage_error("unknown threads command " + o.action);
@@ -136,7 +143,8 @@ int run_conversations(const store_command_options& o) {
   if (o.action == "list") {
     auto list = convs.list_conversations(o.user, o.limit, o.offset);
     if (!list) return report(list.error(), o.json);
-    if (o.json) print(json::object{{"conversations", conversations_json(*list)}});
+    if (o.json)
+      print(json::object{{"conversations", conversations_json(*list)}});
     else
       for (const conversation& c : *list) print_conversation(std::cout, c);
     return 0;
@@ -153,7 +161,8 @@ int run_conversations(const store_command_options& o) {
       return 0;
     }
     print_conversation(std::cout, *c);
-    std::cout << "user " << c->user_id << ", thread " << c->thread_id << ", created " << iso_time(c->created_at) << "\n";
+    std::cout << "user " << c->user_id << ", thread " << c->thread_id << ", created " << iso_time(c->created_at)
+              << "\n";
     for (const entry& e : *history) print_entry(std::cout, e);
     return 0;
   }
@@ -161,8 +170,8 @@ int run_conversations(const store_command_options& o) {
     auto tr = convs.trace(o.id);
     if (!tr) return report(tr.error(), o.json);
     if (o.json) {
-      print(json::object{{"conversation", to_json(tr->about)}, {"totals", to_json(tr->totals)},
-                         {"entries", entries_json(tr->log)}});
+      print(json::object{
+          {"conversation", to_json(tr->about)}, {"totals", to_json(tr->totals)}, {"entries", entries_json(tr->log)}});
       return 0;
     }
     print_conversation(std::cout, tr->about);
@@ -176,15 +185,19 @@ int run_conversations(const store_command_options& o) {
   if (o.action == "archive") {
     auto c = convs.archive_conversation(o.id);
     if (!c) return report(c.error(), o.json);
-    if (o.json) print(json::object{{"conversation", to_json(*c)}});
-    else std::cout << "archived conversation " << o.id << "\n";
+    if (o.json)
+      print(json::object{{"conversation", to_json(*c)}});
+    else
+      std::cout << "archived conversation " << o.id << "\n";
     return 0;
   }
   if (o.action == "delete") {
     auto done = convs.delete_conversation(o.id);
     if (!done) return report(done.error(), o.json);
-    if (o.json) print(json::object{{"deleted", o.id}});
-    else std::cout << "deleted conversation " << o.id << " with its thread\n";
+    if (o.json)
+      print(json::object{{"deleted", o.id}});
+    else
+      std::cout << "deleted conversation " << o.id << " with its thread\n";
     return 0;
   }
   throw usage_error("unknown conversations command " + o.action);

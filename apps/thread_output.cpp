@@ -65,14 +65,13 @@ void print_entry(std::ostream& out, const entry& e) {
   } else {
     what = json_text(e.payload);
   }
-  out << std::setw(5) << e.seq << "  " << std::left << std::setw(12) << e.kind << std::right << "  "
-      << one_line(what) << "\n";
+  out << std::setw(5) << e.seq << "  " << std::left << std::setw(12) << e.kind << std::right << "  " << one_line(what)
+      << "\n";
 }
 
 void print_conversation(std::ostream& out, const conversation& c) {
   out << c.id << "  " << c.platform << "/" << c.platform_identifier << "  last message " << iso_time(c.last_message_at)
-      << (c.archived ? "  (archived)" : "") << "  " << (c.title.empty() ? "(untitled)" : one_line(c.title, 80))
-      << "\n";
+      << (c.archived ? "  (archived)" : "") << "  " << (c.title.empty() ? "(untitled)" : one_line(c.title, 80)) << "\n";
 }
 
 }  // namespace troupe::cli

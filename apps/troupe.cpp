@@ -25,8 +25,9 @@ int main(int argc, char** argv) {
   ask->add_option("question", question, "The question")->required();
 
   model_options chat_opts;
-  CLI::App* chat = app.add_subcommand(
-      "chat", "A conversation: each answer streams, then its time and tokens. Reads questions from stdin when it is not a terminal.");
+  CLI::App* chat = app.add_subcommand("chat",
+                                      "A conversation: each answer streams, then its time and tokens. Reads questions "
+                                      "from stdin when it is not a terminal.");
   add_model_options(*chat, chat_opts);
 
   troupe::simulation_options sim;
@@ -39,13 +40,15 @@ int main(int argc, char** argv) {
   add_model_options(*simulate, sim_model, false);
   simulate->add_option("--question", sim.question, "Each turn's question; {agent} and {turn} are replaced")
       ->capture_default_str();
-  simulate->add_option("--concurrency", sim.concurrency, "Turns in flight at once across all agents (default: one per agent)");
+  simulate->add_option("--concurrency", sim.concurrency,
+                       "Turns in flight at once across all agents (default: one per agent)");
   simulate->add_option("--agents", sim.agents, "How many agents")->required()->check(CLI::PositiveNumber);
   simulate->add_option("--turns", sim.turns, "Turns per agent")->required()->check(CLI::NonNegativeNumber);
   simulate->add_option("--tools-per-turn", sim.tools_per_turn, "Tool calls the scripted model makes per turn")
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
-  simulate->add_option("--threads", sim.scheduler_threads, "Scheduler threads (0: one per core)")->capture_default_str();
+  simulate->add_option("--threads", sim.scheduler_threads, "Scheduler threads (0: one per core)")
+      ->capture_default_str();
   simulate->add_flag("--json", sim_json, "Print one JSON object with the totals instead of text");
 
   store_command_options threads_opts, conversations_opts;

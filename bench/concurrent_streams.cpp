@@ -9,11 +9,11 @@
 #include "runtime/llm/http_llm_provider.hpp"
 #include "support/http_test_server.hpp"
 
+#include <sys/resource.h>
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <sys/resource.h>
 
 using namespace troupe;
 using namespace troupe::testing;
@@ -33,7 +33,8 @@ scripted_http_response slow_answer() {
   scripted_http_response r = scripted_http_response::sse("");
   r.chunks.clear();
   for (int i = 0; i < 50; ++i)
-    r.chunks.push_back("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" t" + std::to_string(i) + "\"}}]}\n\n");
+    r.chunks.push_back("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" t" + std::to_string(i) +
+                       "\"}}]}\n\n");
   r.chunks.push_back("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n");
   r.pause = 20ms;
   return r;
@@ -67,8 +68,9 @@ void run(std::size_t n) {
                 std::lock_guard lock(m);
                 const auto now = clk::now();
                 if (stats[i].deltas > 0)
-                  stats[i].max_gap_ms = std::max(stats[i].max_gap_ms,
-                                                 std::chrono::duration<double, std::milli>(now - stats[i].last_delta).count());
+                  stats[i].max_gap_ms =
+                      std::max(stats[i].max_gap_ms,
+                               std::chrono::duration<double, std::milli>(now - stats[i].last_delta).count());
                 stats[i].last_delta = now;
                 ++stats[i].deltas;
               },
@@ -93,9 +95,10 @@ void run(std::size_t n) {
     gaps.push_back(s.max_gap_ms);
   }
   std::sort(gaps.begin(), gaps.end());
-  std::printf("%5zu streams on one I/O thread: %zu completed, %zu failed, %zu with all 50 deltas; %.2f s (ideal 1.00 s); "
-              "longest gap between deltas: median %.0f ms, max %.0f ms (server pause 20 ms)\n",
-              n, ok, n - ok, full, seconds, gaps[gaps.size() / 2], gaps.back());
+  std::printf(
+      "%5zu streams on one I/O thread: %zu completed, %zu failed, %zu with all 50 deltas; %.2f s (ideal 1.00 s); "
+      "longest gap between deltas: median %.0f ms, max %.0f ms (server pause 20 ms)\n",
+      n, ok, n - ok, full, seconds, gaps[gaps.size() / 2], gaps.back());
 }
 
 }  // namespace

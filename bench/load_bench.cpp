@@ -40,8 +40,13 @@ std::vector<double> load_run(std::size_t conversations, std::size_t total_turns)
   o.model = "local";
   simulation_progress progress;
   const simulation_report r = run_simulation(o, progress);
-  return {r.turns_per_second, r.own_time.p50, r.own_time.p99, r.turn_latency.p50, r.turn_latency.p99,
-          static_cast<double>(r.peak_rss_bytes), static_cast<double>(r.turns_failed)};
+  return {r.turns_per_second,
+          r.own_time.p50,
+          r.own_time.p99,
+          r.turn_latency.p50,
+          r.turn_latency.p99,
+          static_cast<double>(r.peak_rss_bytes),
+          static_cast<double>(r.turns_failed)};
 }
 
 }  // namespace

@@ -19,6 +19,8 @@
 
 #include <caf/all.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -26,8 +28,6 @@
 #include <cstring>
 #include <functional>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <vector>
 
 using namespace troupe;
@@ -54,8 +54,7 @@ std::vector<double> bare_actor_bytes(std::size_t n) {
   const std::size_t before = current_rss_bytes();
   std::vector<caf::actor> actors;
   actors.reserve(n);
-  for (std::size_t i = 0; i < n; ++i)
-    actors.push_back(sys.spawn([]() -> caf::behavior { return {[](ping_atom) {}}; }));
+  for (std::size_t i = 0; i < n; ++i) actors.push_back(sys.spawn([]() -> caf::behavior { return {[](ping_atom) {}}; }));
   const double per = static_cast<double>(current_rss_bytes() - before) / static_cast<double>(n);
   for (auto& a : actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   return {per};
@@ -203,9 +202,9 @@ int main(int argc, char** argv) {
   std::printf("   raw CAF request/response:                  %9.0f messages/s\n", raw);
   std::printf("   ratio: %.2f\n\n", rate * messages_per_turn / raw);
   std::printf("3. latency per turn at low load (one agent, one turn at a time, 2,000 turns)\n");
-  std::printf("   troupe turn (ask -> model -> tool -> model -> reply): p50 %6.1f us, p99 %6.1f us\n",
-              median(turn_p50), median(turn_p99));
-  std::printf("   raw CAF request/response round trip:                  p50 %6.1f us, p99 %6.1f us\n",
-              median(raw_p50), median(raw_p99));
+  std::printf("   troupe turn (ask -> model -> tool -> model -> reply): p50 %6.1f us, p99 %6.1f us\n", median(turn_p50),
+              median(turn_p99));
+  std::printf("   raw CAF request/response round trip:                  p50 %6.1f us, p99 %6.1f us\n", median(raw_p50),
+              median(raw_p99));
   return 0;
 }

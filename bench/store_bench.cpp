@@ -39,16 +39,23 @@ const std::string answer_text =
 
 std::vector<entry_draft> step_drafts(int i) {
   return {{"message", {{"role", "user"}, {"content", question_text}}, {{"request_id", "req_" + std::to_string(i)}}},
-          {"message", {{"role", "assistant"}, {"content", answer_text}},
+          {"message",
+           {{"role", "assistant"}, {"content", answer_text}},
            {{"request_id", "req_" + std::to_string(i)}, {"iteration", 1}}}};
 }
 
 std::vector<entry_draft> turn_drafts(int i) {
-  const json::object refs{{"request_id", "req_" + std::to_string(i)}, {"call_id", "call_" + std::to_string(i)},
-                          {"tool_call_id", "tc_" + std::to_string(i)}, {"iteration", 1}};
+  const json::object refs{{"request_id", "req_" + std::to_string(i)},
+                          {"call_id", "call_" + std::to_string(i)},
+                          {"tool_call_id", "tc_" + std::to_string(i)},
+                          {"iteration", 1}};
   return {{"message", {{"role", "user"}, {"content", question_text}}, {{"request_id", "req_" + std::to_string(i)}}},
-          {"tool_call", {{"name", "opening_hours"}, {"arguments", {{"place", "Oceanario de Lisboa"}, {"day", "saturday"}}}}, refs},
-          {"tool_result", {{"name", "opening_hours"}, {"result", {{"open", "10:00"}, {"close", "19:00"}, {"last_entry", "18:00"}}}}, refs},
+          {"tool_call",
+           {{"name", "opening_hours"}, {"arguments", {{"place", "Oceanario de Lisboa"}, {"day", "saturday"}}}},
+           refs},
+          {"tool_result",
+           {{"name", "opening_hours"}, {"result", {{"open", "10:00"}, {"close", "19:00"}, {"last_entry", "18:00"}}}},
+           refs},
           {"message", {{"role", "assistant"}, {"content", answer_text}}, refs}};
 }
 
@@ -102,7 +109,8 @@ double measure_load(Backend& backend, std::size_t entries, int repeat) {
   for (std::size_t done = 0; done < entries;) {
     const std::uint64_t rev = t.rev();
     std::vector<entry_draft> chunk;
-    for (int i = 0; i < 1000 && done < entries; ++i, ++done) chunk.push_back(step_drafts(static_cast<int>(done))[done % 2]);
+    for (int i = 0; i < 1000 && done < entries; ++i, ++done)
+      chunk.push_back(step_drafts(static_cast<int>(done))[done % 2]);
     t.append(std::move(chunk), static_cast<std::int64_t>(done), ids);
     if (!store.append(t, rev)) std::abort();
   }
@@ -142,7 +150,8 @@ double sqlite_bytes_per_entry(int turns) {
   sqlite3_close(db);
   std::uintmax_t bytes = std::filesystem::file_size(backend.path);
   for (const char* suffix : {"-wal"})
-    if (std::filesystem::exists(backend.path.string() + suffix)) bytes += std::filesystem::file_size(backend.path.string() + suffix);
+    if (std::filesystem::exists(backend.path.string() + suffix))
+      bytes += std::filesystem::file_size(backend.path.string() + suffix);
   return static_cast<double>(bytes) / static_cast<double>(entries);
 }
 
@@ -168,8 +177,8 @@ void print_commits(const char* store, int writers, const std::vector<commit_figu
     batching.push_back(f.batching);
   }
   const double e = bench::median(eps);
-  std::printf("%-12s %3d writer%s  commit p50 %8.0f us  p99 %8.0f us  %9.0f entries/s  (%.2fx one writer)",
-              store, writers, writers == 1 ? " " : "s", bench::median(p50), bench::median(p99), e,
+  std::printf("%-12s %3d writer%s  commit p50 %8.0f us  p99 %8.0f us  %9.0f entries/s  (%.2fx one writer)", store,
+              writers, writers == 1 ? " " : "s", bench::median(p50), bench::median(p99), e,
               baseline_eps > 0 ? e / baseline_eps : 1.0);
   if (bench::median(batching) > 0) std::printf("  %.1f commits per transaction", bench::median(batching));
   std::printf("\n");
@@ -214,13 +223,16 @@ int main(int argc, char** argv) {
   run_store<sqlite_backend>("sqlite", repeat, commits, load_entries);
   run_store<sqlite_backend>("sqlite+fsync", repeat, commits / 4, 0, sqlite_options{.sync_every_commit = true});
   const bool postgres = postgres_backend().ready();
-  if (postgres) run_store<postgres_backend>("postgres", repeat, commits, load_entries, postgres_options{.pool_size = pg_pool});
-  else std::printf("postgres: skipped (TROUPE_TEST_POSTGRES is unset; scripts/bench.sh starts a server)\n");
+  if (postgres)
+    run_store<postgres_backend>("postgres", repeat, commits, load_entries, postgres_options{.pool_size = pg_pool});
+  else
+    std::printf("postgres: skipped (TROUPE_TEST_POSTGRES is unset; scripts/bench.sh starts a server)\n");
 
   for (int n : {1000, turns}) {
     std::printf("sqlite    %6d turns (%d entries): %.0f bytes/entry on disk\n", n, 4 * n, sqlite_bytes_per_entry(n));
     if (postgres)
-      std::printf("postgres  %6d turns (%d entries): %.0f bytes/entry on disk\n", n, 4 * n, postgres_bytes_per_entry(n));
+      std::printf("postgres  %6d turns (%d entries): %.0f bytes/entry on disk\n", n, 4 * n,
+                  postgres_bytes_per_entry(n));
     std::fflush(stdout);
   }
 }

@@ -22,9 +22,10 @@ const std::string& recorded_stream() {
   static const std::string s = [] {
     std::string out;
     for (int i = 0; i < tokens; ++i)
-      out += "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1763700000,"
-             "\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" word" +
-             std::to_string(i % 100) + "\"},\"finish_reason\":null}]}\n\n";
+      out +=
+          "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1763700000,"
+          "\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" word" +
+          std::to_string(i % 100) + "\"},\"finish_reason\":null}]}\n\n";
     out += "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":10000}}\n\ndata: [DONE]\n\n";
     return out;
   }();
@@ -43,7 +44,8 @@ void decode(benchmark::State& state, std::size_t read_size) {
     benchmark::DoNotOptimize(d.finish());
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes.size()));
-  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * tokens, benchmark::Counter::kIsRate);
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * tokens, benchmark::Counter::kIsRate);
   state.counters["ns/token"] = benchmark::Counter(static_cast<double>(state.iterations()) * tokens,
                                                   benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }

@@ -45,10 +45,19 @@ thread conversation(std::size_t n) {
                             {"tool_call_id", "t" + std::to_string(i / 4)},
                             {"iteration", 1}};
     switch (i % 4) {
-      case 0: drafts.push_back({"message", {{"role", "user"}, {"content", "what is the weather in city " + std::to_string(i)}}, refs}); break;
-      case 1: drafts.push_back({"tool_call", {{"name", "weather"}, {"arguments", {{"city", "c"}}}}, refs}); break;
-      case 2: drafts.push_back({"tool_result", {{"name", "weather"}, {"result", {{"temp_c", 12}}}}, refs}); break;
-      default: drafts.push_back({"message", {{"role", "assistant"}, {"content", "It is 12 degrees and dry."}}, refs}); break;
+      case 0:
+        drafts.push_back(
+            {"message", {{"role", "user"}, {"content", "what is the weather in city " + std::to_string(i)}}, refs});
+        break;
+      case 1:
+        drafts.push_back({"tool_call", {{"name", "weather"}, {"arguments", {{"city", "c"}}}}, refs});
+        break;
+      case 2:
+        drafts.push_back({"tool_result", {{"name", "weather"}, {"result", {{"temp_c", 12}}}}, refs});
+        break;
+      default:
+        drafts.push_back({"message", {{"role", "assistant"}, {"content", "It is 12 degrees and dry."}}, refs});
+        break;
     }
   }
   t.append(std::move(drafts), 1, ids);
@@ -85,8 +94,7 @@ void BM_vector_push_back_baseline(benchmark::State& state) {
     state.ResumeTiming();
     for (std::size_t k = 0; k < 10'000; ++k) {
       entry_draft d = sample_draft(i++);
-      v.push_back(entry{ids.next("entry"), v.size(), 1, std::move(d.kind), std::move(d.payload),
-                        std::move(d.refs)});
+      v.push_back(entry{ids.next("entry"), v.size(), 1, std::move(d.kind), std::move(d.payload), std::move(d.refs)});
     }
     benchmark::DoNotOptimize(v.data());
   }

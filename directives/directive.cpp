@@ -21,16 +21,20 @@ json::value to_json(const llm_message& m) {
 }
 
 json::value to_json(const tool_spec& t) {
-  return json::object{
-      {"name", t.name}, {"description", t.description}, {"parameters", t.parameters}};
+  return json::object{{"name", t.name}, {"description", t.description}, {"parameters", t.parameters}};
 }
 
 json::value to_json(const context_meta& m) {
-  json::object o{{"estimated_tokens", m.estimated_tokens}, {"budget", m.budget},
-                 {"truncated", m.truncated},               {"oversized", m.oversized},
-                 {"entries_included", m.entries_included}, {"entries_total", m.entries_total},
-                 {"summary_used", m.summary_used},         {"basis_rev", m.basis_rev},
-                 {"pending_count", m.pending_count},       {"needs_summary", m.needs_summary}};
+  json::object o{{"estimated_tokens", m.estimated_tokens},
+                 {"budget", m.budget},
+                 {"truncated", m.truncated},
+                 {"oversized", m.oversized},
+                 {"entries_included", m.entries_included},
+                 {"entries_total", m.entries_total},
+                 {"summary_used", m.summary_used},
+                 {"basis_rev", m.basis_rev},
+                 {"pending_count", m.pending_count},
+                 {"needs_summary", m.needs_summary}};
   o["basis_last_seq"] = m.basis_last_seq ? json::value(*m.basis_last_seq) : json::value(nullptr);
   if (m.dropped_to_seq) o["dropped_to_seq"] = *m.dropped_to_seq;
   if (m.summarize_to_seq) o["summarize_to_seq"] = *m.summarize_to_seq;

@@ -19,7 +19,7 @@
 namespace troupe {
 
 struct llm_message {
-  std::string role;                   // "system", "user", "assistant" or "tool"
+  std::string role;  // "system", "user", "assistant" or "tool"
   std::string content;
   std::vector<tool_call> tool_calls;  // assistant messages that call tools
   std::string tool_call_id;           // tool messages: the call they answer

@@ -8,7 +8,7 @@ namespace troupe {
 
 struct request_error {
   std::string request_id;
-  std::string reason;   // an error_type: busy, invalid_query, …
+  std::string reason;  // an error_type: busy, invalid_query, …
   std::string message;
 
   friend bool operator==(const request_error&, const request_error&) = default;

@@ -30,10 +30,10 @@ int main() {
   troupe::runtime rt({.provider = model});
 
   troupe::tool weather;
-  weather.spec = {"weather", "Current weather by city.",
-                  {{"type", "object"},
-                   {"properties", {{"city", {{"type", "string"}}}}},
-                   {"required", json::array{"city"}}}};
+  weather.spec = {
+      "weather",
+      "Current weather by city.",
+      {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}, {"required", json::array{"city"}}}};
   weather.run = [](const json::object& args, const troupe::tool_context&) {
     return json::value(args.at("city") == "Lisbon" ? "21 °C and sunny" : "unknown");
   };

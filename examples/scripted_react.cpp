@@ -44,8 +44,7 @@ tool_outcome run_tool(const std::string& name, const json::object& args) {
 tool_spec arithmetic_tool(const char* name, const char* description) {
   return {name, description,
           json::object{{"type", "object"},
-                       {"properties", json::object{{"a", {{"type", "number"}}},
-                                                   {"b", {{"type", "number"}}}}},
+                       {"properties", json::object{{"a", {{"type", "number"}}}, {"b", {{"type", "number"}}}}},
                        {"required", json::array{"a", "b"}}}};
 }
 
@@ -60,9 +59,11 @@ std::deque<llm_completion> script() {
   s.push_back({"", "", {call("t2", "add", 100, 3)}, token_usage{160, 14}, "tool_calls"});
   s.push_back({"12.5 × 8 + 3 = 103.", "", {}, token_usage{190, 12}, "stop"});
   // Second turn: two calls in one model turn, run in parallel.
-  s.push_back({"Let me compute both.", "",
+  s.push_back({"Let me compute both.",
+               "",
                {call("t3", "multiply", 103, 2), call("t4", "add", 103, -3)},
-               token_usage{230, 30}, "tool_calls"});
+               token_usage{230, 30},
+               "tool_calls"});
   s.push_back({"Doubled it is 206; minus 3 it is 100.", "", {}, token_usage{290, 16}, "stop"});
   return s;
 }
@@ -80,8 +81,8 @@ int main(int argc, char** argv) {
   react_config config;
   config.system_prompt = "You are a careful assistant. Use the tools for arithmetic.";
   config.model = "scripted:demo";
-  config.tools = make_tool_set({arithmetic_tool("add", "Adds a and b."),
-                                arithmetic_tool("multiply", "Multiplies a by b.")});
+  config.tools =
+      make_tool_set({arithmetic_tool("add", "Adds a and b."), arithmetic_tool("multiply", "Multiplies a by b.")});
 
   sequential_ids ids;
   std::int64_t clock_ms = 1'763'700'000'000;  // a fixed clock keeps the output reproducible
@@ -97,32 +98,27 @@ int main(int argc, char** argv) {
       applied out = conversation.apply(config, inbox.front(), clock_ms += 7, ids);
       inbox.pop_front();
       for (const directive& d : out.directives) {
-        std::visit(overloaded{
-                       [&](const llm_stream& s) {
-                         llm_completion c = model.front();
-                         model.pop_front();
-                         inbox.push_back(llm_delta{s.call_id, c.text, ""});
-                         inbox.push_back(llm_result{s.call_id, std::move(c)});
-                       },
-                       [&](const tool_exec& t) {
-                         if (!as_json)
-                           std::cout << "  tool " << t.tool_name << json_text(t.arguments)
-                                     << "\n";
-                         inbox.push_back(tool_result{t.call_id, t.tool_call_id, t.tool_name,
-                                                     run_tool(t.tool_name, t.arguments)});
-                       },
-                       [&](const reply& r) {
-                         if (as_json) return;
-                         if (r.ok())
-                           std::cout << "agent> " << std::get<std::string>(r.outcome) << "\n";
-                         else
-                           std::cout << "agent failed: " << std::get<error_info>(r.outcome).message
-                                     << "\n";
-                         std::cout << "  (" << r.iterations << " iterations, "
-                                   << r.usage.input_tokens << " tokens in, "
-                                   << r.usage.output_tokens << " out)\n\n";
-                       },
-                       [](const auto&) {}},
+        std::visit(overloaded{[&](const llm_stream& s) {
+                                llm_completion c = model.front();
+                                model.pop_front();
+                                inbox.push_back(llm_delta{s.call_id, c.text, ""});
+                                inbox.push_back(llm_result{s.call_id, std::move(c)});
+                              },
+                              [&](const tool_exec& t) {
+                                if (!as_json) std::cout << "  tool " << t.tool_name << json_text(t.arguments) << "\n";
+                                inbox.push_back(tool_result{t.call_id, t.tool_call_id, t.tool_name,
+                                                            run_tool(t.tool_name, t.arguments)});
+                              },
+                              [&](const reply& r) {
+                                if (as_json) return;
+                                if (r.ok())
+                                  std::cout << "agent> " << std::get<std::string>(r.outcome) << "\n";
+                                else
+                                  std::cout << "agent failed: " << std::get<error_info>(r.outcome).message << "\n";
+                                std::cout << "  (" << r.iterations << " iterations, " << r.usage.input_tokens
+                                          << " tokens in, " << r.usage.output_tokens << " out)\n\n";
+                              },
+                              [](const auto&) {}},
                    d);
       }
     }
@@ -139,18 +135,16 @@ int main(int argc, char** argv) {
 
   std::cout << "thread " << t.id() << ": rev " << t.rev() << ", " << t.size() << " entries\n";
   for (const entry& e : t.entries()) {
-    std::string who = std::string(string_field(e.payload, "role")
-                                      .value_or(string_field(e.payload, "name").value_or("")));
-    std::printf("  %2llu  %-11s %-9s %s\n", static_cast<unsigned long long>(e.seq), e.kind.c_str(),
-                who.c_str(), one_line(e.payload).c_str());
+    std::string who =
+        std::string(string_field(e.payload, "role").value_or(string_field(e.payload, "name").value_or("")));
+    std::printf("  %2llu  %-11s %-9s %s\n", static_cast<unsigned long long>(e.seq), e.kind.c_str(), who.c_str(),
+                one_line(e.payload).c_str());
   }
   std::cout << "\nreq-2 by iteration:\n";
   for (const iteration& it : iterations_of(t, "req-2"))
-    std::cout << "  iteration " << it.number << ": " << it.messages.size() << " messages, "
-              << it.tool_calls.size() << " tool calls, "
-              << (it.completed_at ? "completed" : "in progress") << "\n";
+    std::cout << "  iteration " << it.number << ": " << it.messages.size() << " messages, " << it.tool_calls.size()
+              << " tool calls, " << (it.completed_at ? "completed" : "in progress") << "\n";
   const token_usage& total = conversation.state().thread_usage;
-  std::cout << "\nsession usage: " << total.input_tokens << " tokens in, " << total.output_tokens
-            << " out\n";
+  std::cout << "\nsession usage: " << total.input_tokens << " tokens in, " << total.output_tokens << " out\n";
   return 0;
 }

@@ -1,7 +1,7 @@
 // The CloudEvents envelope decoder: whatever it accepts, it can write back.
 
-#include "fuzz_input.hpp"
 #include "signals/envelope.hpp"
+#include "fuzz_input.hpp"
 
 #include <boost/json/serialize.hpp>
 

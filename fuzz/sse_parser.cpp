@@ -1,8 +1,8 @@
 // The SSE parser: any bytes, split anywhere, give the same events as the
 // same bytes fed at once.
 
-#include "fuzz_input.hpp"
 #include "runtime/llm/wire/sse_parser.hpp"
+#include "fuzz_input.hpp"
 
 #include <string>
 #include <vector>

@@ -1,7 +1,7 @@
 // The thread JSON reader (what the stores and the command line load).
 
-#include "fuzz_input.hpp"
 #include "strategy/thread_json.hpp"
+#include "fuzz_input.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>

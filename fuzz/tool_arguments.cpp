@@ -32,7 +32,8 @@ const registered_tool& weather_tool() {
       },
       "required": ["city"],
       "additionalProperties": false
-    })").as_object();
+    })")
+                            .as_object();
     w.run = [](const boost::json::object&, const tool_context&) { return boost::json::value(nullptr); };
     return registered_tool(std::move(w));
   }();

@@ -19,14 +19,12 @@ struct decode_error {
 
 // Calling .value() on a failed decode throws this, carrying the same text.
 struct decode_exception : std::runtime_error {
-  explicit decode_exception(decode_error e)
-      : std::runtime_error(e.describe()), error(std::move(e)) {}
+  explicit decode_exception(decode_error e) : std::runtime_error(e.describe()), error(std::move(e)) {}
   decode_error error;
 };
 
 // Found by boost::system::result through argument-dependent lookup.
-[[noreturn]] inline void throw_exception_from_error(const decode_error& e,
-                                                    const boost::source_location&) {
+[[noreturn]] inline void throw_exception_from_error(const decode_error& e, const boost::source_location&) {
   throw decode_exception(e);
 }
 

@@ -19,9 +19,8 @@ std::string format_rfc3339(std::int64_t unix_ms) {
   const year_month_day ymd{day};
   const hh_mm_ss<milliseconds> hms{t - day};
   char buf[40];
-  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", int(ymd.year()),
-                unsigned(ymd.month()), unsigned(ymd.day()), int(hms.hours().count()),
-                int(hms.minutes().count()), int(hms.seconds().count()),
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", int(ymd.year()), unsigned(ymd.month()),
+                unsigned(ymd.day()), int(hms.hours().count()), int(hms.minutes().count()), int(hms.seconds().count()),
                 int(hms.subseconds().count()));
   return buf;
 }
@@ -48,10 +47,9 @@ bool expect(std::string_view s, std::size_t& pos, std::string_view chars) {
 std::optional<std::int64_t> parse_rfc3339(std::string_view s) {
   std::size_t p = 0;
   int y, mo, d, h, mi, sec;
-  if (!read_digits(s, p, 4, y) || !expect(s, p, "-") || !read_digits(s, p, 2, mo) ||
-      !expect(s, p, "-") || !read_digits(s, p, 2, d) || !expect(s, p, "Tt ") ||
-      !read_digits(s, p, 2, h) || !expect(s, p, ":") || !read_digits(s, p, 2, mi) ||
-      !expect(s, p, ":") || !read_digits(s, p, 2, sec))
+  if (!read_digits(s, p, 4, y) || !expect(s, p, "-") || !read_digits(s, p, 2, mo) || !expect(s, p, "-") ||
+      !read_digits(s, p, 2, d) || !expect(s, p, "Tt ") || !read_digits(s, p, 2, h) || !expect(s, p, ":") ||
+      !read_digits(s, p, 2, mi) || !expect(s, p, ":") || !read_digits(s, p, 2, sec))
     return std::nullopt;
   const year_month_day ymd{year{y}, month{unsigned(mo)}, day{unsigned(d)}};
   if (!ymd.ok() || h > 23 || mi > 59 || sec > 60) return std::nullopt;
@@ -75,8 +73,7 @@ std::optional<std::int64_t> parse_rfc3339(std::string_view s) {
   } else if (p < s.size() && (s[p] == '+' || s[p] == '-')) {
     const int sign = s[p++] == '-' ? -1 : 1;
     int oh, om;
-    if (!read_digits(s, p, 2, oh) || !expect(s, p, ":") || !read_digits(s, p, 2, om) ||
-        oh > 23 || om > 59)
+    if (!read_digits(s, p, 2, oh) || !expect(s, p, ":") || !read_digits(s, p, 2, om) || oh > 23 || om > 59)
       return std::nullopt;
     offset_minutes = sign * (oh * 60 + om);
   } else {
@@ -84,16 +81,12 @@ std::optional<std::int64_t> parse_rfc3339(std::string_view s) {
   }
   if (p != s.size()) return std::nullopt;
 
-  const auto t = sys_days{ymd} + hours{h} + minutes{mi} + seconds{sec} + milliseconds{ms} -
-                 minutes{offset_minutes};
+  const auto t = sys_days{ymd} + hours{h} + minutes{mi} + seconds{sec} + milliseconds{ms} - minutes{offset_minutes};
   return duration_cast<milliseconds>(t.time_since_epoch()).count();
 }
 
 json::value to_json(const envelope& e) {
-  json::object o{{"specversion", "1.0"},
-                 {"id", e.id},
-                 {"source", e.source},
-                 {"type", signal_type(e.data)}};
+  json::object o{{"specversion", "1.0"}, {"id", e.id}, {"source", e.source}, {"type", signal_type(e.data)}};
   if (!e.subject.empty()) o["subject"] = e.subject;
   if (e.time_ms) o["time"] = format_rfc3339(*e.time_ms);
   o["datacontenttype"] = "application/json";
@@ -104,8 +97,7 @@ json::value to_json(const envelope& e) {
 decoded<envelope> decode_envelope(const json::value& v) {
   json_reader r(v, "");
   const std::string specversion = r.string("specversion");
-  envelope e{r.string("id"), r.string("source"), r.optional_string("subject").value_or(""),
-             std::nullopt, {}};
+  envelope e{r.string("id"), r.string("source"), r.optional_string("subject").value_or(""), std::nullopt, {}};
   const std::string type = r.string("type");
   const auto time = r.optional_string("time");
   const auto content_type = r.optional_string("datacontenttype");

@@ -23,8 +23,8 @@ namespace troupe {
 struct envelope {
   std::string id;
   std::string source;
-  std::string subject;                 // optional in CloudEvents; empty: left out
-  std::optional<std::int64_t> time_ms; // Unix milliseconds; written as RFC 3339
+  std::string subject;                  // optional in CloudEvents; empty: left out
+  std::optional<std::int64_t> time_ms;  // Unix milliseconds; written as RFC 3339
   signal data;
 };
 

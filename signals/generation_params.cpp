@@ -4,8 +4,7 @@
 
 namespace troupe {
 
-generation_params generation_params::overlay(const generation_params& base,
-                                             const generation_params& over) {
+generation_params generation_params::overlay(const generation_params& base, const generation_params& over) {
   generation_params p = base;
   if (over.max_tokens) p.max_tokens = over.max_tokens;
   if (over.temperature) p.temperature = over.temperature;
@@ -27,8 +26,7 @@ boost::json::value to_json(const generation_params& p) {
   return o;
 }
 
-decoded<generation_params> decode_generation_params(const boost::json::value& v,
-                                                    std::string path) {
+decoded<generation_params> decode_generation_params(const boost::json::value& v, std::string path) {
   json_reader r(v, std::move(path));
   generation_params p;
   if (auto n = r.optional_int64("max_tokens")) {

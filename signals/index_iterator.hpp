@@ -25,12 +25,32 @@ class index_iterator {
   reference operator*() const { return Element(*source_, i_); }
   pointer operator->() const { return &Element(*source_, i_); }
   reference operator[](difference_type n) const { return Element(*source_, i_ + n); }
-  index_iterator& operator++() { ++i_; return *this; }
-  index_iterator operator++(int) { auto t = *this; ++i_; return t; }
-  index_iterator& operator--() { --i_; return *this; }
-  index_iterator operator--(int) { auto t = *this; --i_; return t; }
-  index_iterator& operator+=(difference_type n) { i_ += n; return *this; }
-  index_iterator& operator-=(difference_type n) { i_ -= n; return *this; }
+  index_iterator& operator++() {
+    ++i_;
+    return *this;
+  }
+  index_iterator operator++(int) {
+    auto t = *this;
+    ++i_;
+    return t;
+  }
+  index_iterator& operator--() {
+    --i_;
+    return *this;
+  }
+  index_iterator operator--(int) {
+    auto t = *this;
+    --i_;
+    return t;
+  }
+  index_iterator& operator+=(difference_type n) {
+    i_ += n;
+    return *this;
+  }
+  index_iterator& operator-=(difference_type n) {
+    i_ -= n;
+    return *this;
+  }
   friend index_iterator operator+(index_iterator it, difference_type n) { return it += n; }
   friend index_iterator operator+(difference_type n, index_iterator it) { return it += n; }
   friend index_iterator operator-(index_iterator it, difference_type n) { return it -= n; }

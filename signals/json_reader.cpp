@@ -13,8 +13,7 @@ json_reader::json_reader(const json::value& v, std::string path) : path_(std::mo
   if (!object_) error_ = decode_error{path_, "expected an object"};
 }
 
-json_reader::json_reader(const json::object& o, std::string path)
-    : object_(&o), path_(std::move(path)) {}
+json_reader::json_reader(const json::object& o, std::string path) : object_(&o), path_(std::move(path)) {}
 
 std::string json_reader::field_path(std::string_view key) const {
   return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
@@ -71,8 +70,7 @@ std::optional<json::array> extract_array(const json::value& v) {
 }  // namespace
 
 template <class Extract>
-auto json_reader::read(std::string_view key, bool required, Extract extract,
-                       const char* expected) {
+auto json_reader::read(std::string_view key, bool required, Extract extract, const char* expected) {
   using result = std::invoke_result_t<Extract, const json::value&>;
   const json::value* v = find(key, required);
   if (!v) return result{};

@@ -21,13 +21,27 @@ void append_string(std::string& out, std::string_view s) {
     const auto c = static_cast<unsigned char>(s[i]);
     char letter = 0;
     switch (c) {
-      case '"': letter = '"'; break;
-      case '\\': letter = '\\'; break;
-      case '\b': letter = 'b'; break;
-      case '\f': letter = 'f'; break;
-      case '\n': letter = 'n'; break;
-      case '\r': letter = 'r'; break;
-      case '\t': letter = 't'; break;
+      case '"':
+        letter = '"';
+        break;
+      case '\\':
+        letter = '\\';
+        break;
+      case '\b':
+        letter = 'b';
+        break;
+      case '\f':
+        letter = 'f';
+        break;
+      case '\n':
+        letter = 'n';
+        break;
+      case '\r':
+        letter = 'r';
+        break;
+      case '\t':
+        letter = 't';
+        break;
       default:
         if (c >= 0x20) continue;
     }
@@ -91,14 +105,30 @@ void append_array(std::string& out, const json::array& a) {
 
 void append_value(std::string& out, const json::value& v) {
   switch (v.kind()) {
-    case json::kind::null: out.append("null"); break;
-    case json::kind::bool_: out.append(v.get_bool() ? "true" : "false"); break;
-    case json::kind::int64: append_number(out, v.get_int64()); break;
-    case json::kind::uint64: append_number(out, v.get_uint64()); break;
-    case json::kind::double_: append_double(out, v.get_double()); break;
-    case json::kind::string: append_string(out, v.get_string()); break;
-    case json::kind::array: append_array(out, v.get_array()); break;
-    case json::kind::object: append_object(out, v.get_object()); break;
+    case json::kind::null:
+      out.append("null");
+      break;
+    case json::kind::bool_:
+      out.append(v.get_bool() ? "true" : "false");
+      break;
+    case json::kind::int64:
+      append_number(out, v.get_int64());
+      break;
+    case json::kind::uint64:
+      append_number(out, v.get_uint64());
+      break;
+    case json::kind::double_:
+      append_double(out, v.get_double());
+      break;
+    case json::kind::string:
+      append_string(out, v.get_string());
+      break;
+    case json::kind::array:
+      append_array(out, v.get_array());
+      break;
+    case json::kind::object:
+      append_object(out, v.get_object());
+      break;
   }
 }
 

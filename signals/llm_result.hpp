@@ -3,8 +3,8 @@
 // failed after its retries.
 
 #include "signals/error_info.hpp"
-#include "signals/tool_call.hpp"
 #include "signals/token_usage.hpp"
+#include "signals/tool_call.hpp"
 
 #include <optional>
 #include <string>
@@ -19,7 +19,7 @@ struct llm_completion {
   std::string text;
   std::string thinking;
   std::vector<tool_call> tool_calls;  // non-empty: the model wants tools run
-  std::optional<token_usage> usage;         // absent when the provider did not report it
+  std::optional<token_usage> usage;   // absent when the provider did not report it
   std::string finish_reason;          // as the provider reported it ("stop", "tool_calls", …)
 
   friend bool operator==(const llm_completion&, const llm_completion&) = default;

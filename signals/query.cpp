@@ -57,13 +57,17 @@ decoded<query_overrides> decode_query_overrides(const boost::json::value& v, std
   }
   if (const boost::json::value* p = r.optional_value("params")) {
     auto params = decode_generation_params(*p, r.field_path("params"));
-    if (params) o.params = std::move(*params);
-    else r.fail(params.error());
+    if (params)
+      o.params = std::move(*params);
+    else
+      r.fail(params.error());
   }
   if (const boost::json::value* ctx = r.optional_value("context")) {
     auto context = decode_context_overrides(*ctx, r.field_path("context"));
-    if (context) o.context = *context;
-    else r.fail(context.error());
+    if (context)
+      o.context = *context;
+    else
+      r.fail(context.error());
   }
   if (!r.ok()) return r.error();
   return o;

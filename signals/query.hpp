@@ -18,7 +18,7 @@ struct context_overrides {
   std::optional<std::int64_t> reserve_output_tokens;
   std::optional<std::int64_t> max_messages;
   std::optional<std::int64_t> keep_last_turns;
-  std::optional<bool> summarize;  // true: request summaries; false: use existing ones only
+  std::optional<bool> summarize;       // true: request summaries; false: use existing ones only
   std::optional<double> summarize_to;  // in (0, 1]: what a new summary leaves of the window
 
   bool empty() const {

@@ -13,13 +13,11 @@ namespace {
 
 // Indexed like the alternatives of `signal`.
 constexpr std::array<std::string_view, std::variant_size_v<signal>> type_names{
-    "troupe.agent.query", "troupe.llm.delta", "troupe.llm.result", "troupe.tool.result",
-    "troupe.agent.cancel"};
+    "troupe.agent.query", "troupe.llm.delta", "troupe.llm.result", "troupe.tool.result", "troupe.agent.cancel"};
 
 json::value data_of(const query& q) {
   json::object o{{"request_id", q.request_id}, {"thread_id", q.thread_id}, {"text", q.text}};
-  if (auto ov = to_json(q.overrides); !ov.as_object().empty())
-    o["overrides"] = std::move(ov);
+  if (auto ov = to_json(q.overrides); !ov.as_object().empty()) o["overrides"] = std::move(ov);
   return o;
 }
 
@@ -46,15 +44,12 @@ json::value data_of(const llm_result& r) {
 }
 
 json::value data_of(const tool_result& r) {
-  json::object o{
-      {"call_id", r.call_id}, {"tool_call_id", r.tool_call_id}, {"tool_name", r.tool_name}};
+  json::object o{{"call_id", r.call_id}, {"tool_call_id", r.tool_call_id}, {"tool_name", r.tool_name}};
   put_tool_outcome(o, r.outcome);
   return o;
 }
 
-json::value data_of(const cancel& c) {
-  return json::object{{"request_id", c.request_id}, {"reason", c.reason}};
-}
+json::value data_of(const cancel& c) { return json::object{{"request_id", c.request_id}, {"reason", c.reason}}; }
 
 // Required identifiers must be non-empty as well as present.
 std::string required_id(json_reader& r, std::string_view key) {
@@ -70,8 +65,10 @@ decoded<signal> decode_query(json_reader& r) {
   q.text = r.string("text");
   if (const json::value* ov = r.optional_value("overrides")) {
     auto overrides = decode_query_overrides(*ov, r.field_path("overrides"));
-    if (overrides) q.overrides = std::move(*overrides);
-    else r.fail(overrides.error());
+    if (overrides)
+      q.overrides = std::move(*overrides);
+    else
+      r.fail(overrides.error());
   }
   if (!r.ok()) return r.error();
   return signal{std::move(q)};
@@ -101,14 +98,18 @@ decoded<signal> decode_llm_result(json_reader& r) {
     if (auto calls = r.optional_array("tool_calls")) {
       for (std::size_t i = 0; i < calls->size() && r.ok(); ++i) {
         auto call = decode_tool_call((*calls)[i], element_path(r.field_path("tool_calls"), i));
-        if (call) c.tool_calls.push_back(std::move(*call));
-        else r.fail(call.error());
+        if (call)
+          c.tool_calls.push_back(std::move(*call));
+        else
+          r.fail(call.error());
       }
     }
     if (const json::value* u = r.optional_value("usage")) {
       auto parsed = decode_usage(*u, r.field_path("usage"));
-      if (parsed) c.usage = *parsed;
-      else r.fail(parsed.error());
+      if (parsed)
+        c.usage = *parsed;
+      else
+        r.fail(parsed.error());
     }
     res.outcome = std::move(c);
   }
@@ -146,8 +147,8 @@ json::value signal_data(const signal& s) {
 
 decoded<signal> decode_signal(std::string_view type, const json::value& data, std::string path) {
   using decoder = decoded<signal> (*)(json_reader&);
-  constexpr std::array<decoder, std::variant_size_v<signal>> decoders{
-      decode_query, decode_delta, decode_llm_result, decode_tool_result, decode_cancel};
+  constexpr std::array<decoder, std::variant_size_v<signal>> decoders{decode_query, decode_delta, decode_llm_result,
+                                                                      decode_tool_result, decode_cancel};
   for (std::size_t i = 0; i < type_names.size(); ++i) {
     if (type_names[i] != type) continue;
     json_reader r(data, std::move(path));

@@ -26,7 +26,6 @@ boost::json::value signal_data(const signal& s);
 
 // Rebuilds a signal from its type name and data. Errors name the bad field,
 // prefixed with `path` ("data" inside an envelope).
-decoded<signal> decode_signal(std::string_view type, const boost::json::value& data,
-                              std::string path);
+decoded<signal> decode_signal(std::string_view type, const boost::json::value& data, std::string path);
 
 }  // namespace troupe

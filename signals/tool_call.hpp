@@ -12,7 +12,7 @@
 namespace troupe {
 
 struct tool_call {
-  std::string id;                   // the model's tool_call id
+  std::string id;  // the model's tool_call id
   std::string name;
   boost::json::object arguments;
   // Set when the model's arguments were not a JSON object: the raw text and

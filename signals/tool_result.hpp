@@ -22,7 +22,7 @@ void put_tool_outcome(boost::json::object& o, const tool_outcome& outcome);
 decoded<tool_outcome> decode_tool_outcome(const boost::json::object& o, std::string path);
 
 struct tool_result {
-  std::string call_id;       // the model call that asked for the tool
+  std::string call_id;  // the model call that asked for the tool
   std::string tool_call_id;
   std::string tool_name;
   tool_outcome outcome;

@@ -38,8 +38,7 @@ class append_log {
   ~append_log() {
     for (std::size_t i = 0; i < constructed_; ++i) std::destroy_at(&slot(i));
     std::allocator<T> alloc;
-    for (std::size_t s = 0; s < max_segments && segments_[s]; ++s)
-      alloc.deallocate(segments_[s], segment_capacity(s));
+    for (std::size_t s = 0; s < max_segments && segments_[s]; ++s) alloc.deallocate(segments_[s], segment_capacity(s));
   }
 
   // Only elements below a size the caller has observed may be read.
@@ -50,8 +49,7 @@ class append_log {
   bool try_append(std::size_t expected_size, std::span<T> items) {
     std::size_t claimed = expected_size;
     const std::size_t new_size = expected_size + items.size();
-    if (!claimed_.compare_exchange_strong(claimed, new_size, std::memory_order_acq_rel))
-      return false;
+    if (!claimed_.compare_exchange_strong(claimed, new_size, std::memory_order_acq_rel)) return false;
     try {
       reserve(new_size);
     } catch (...) {
@@ -59,8 +57,7 @@ class append_log {
       claimed_.store(expected_size, std::memory_order_release);
       throw;
     }
-    for (std::size_t i = 0; i < items.size(); ++i)
-      std::construct_at(&slot(expected_size + i), std::move(items[i]));
+    for (std::size_t i = 0; i < items.size(); ++i) std::construct_at(&slot(expected_size + i), std::move(items[i]));
     constructed_ = new_size;
     return true;
   }

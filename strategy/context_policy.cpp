@@ -41,9 +41,9 @@ context_policy context_policy::for_model(std::string_view model) {
     std::int64_t window;
   };
   static constexpr family families[] = {
-      {"gpt-4.1", 1'000'000}, {"gpt-4o", 128'000}, {"gpt-4-turbo", 128'000}, {"gpt-4", 8'192},
-      {"gpt-3.5", 16'385},    {"o1", 200'000},     {"o3", 200'000},          {"o4", 200'000},
-      {"claude", 200'000},    {"llama-3", 128'000}, {"qwen2.5", 32'768},     {"mistral", 32'768},
+      {"gpt-4.1", 1'000'000}, {"gpt-4o", 128'000},  {"gpt-4-turbo", 128'000}, {"gpt-4", 8'192},
+      {"gpt-3.5", 16'385},    {"o1", 200'000},      {"o3", 200'000},          {"o4", 200'000},
+      {"claude", 200'000},    {"llama-3", 128'000}, {"qwen2.5", 32'768},      {"mistral", 32'768},
   };
   if (const auto colon = model.find(':'); colon != std::string_view::npos) model.remove_prefix(colon + 1);
   for (const family& f : families) {

@@ -19,8 +19,8 @@ enum class summary_role { system, user };
 struct context_policy {
   std::int64_t max_input_tokens = 8000;
   std::int64_t reserve_output_tokens = 2000;
-  std::size_t max_messages = 0;    // 0: unlimited
-  std::size_t keep_last_turns = 3; // 0: unlimited; a turn begins with a user message
+  std::size_t max_messages = 0;     // 0: unlimited
+  std::size_t keep_last_turns = 3;  // 0: unlimited; a turn begins with a user message
   summarization summaries = summarization::use_existing;
   summary_role summary_as = summary_role::system;
   // Empty: message, tool_call, tool_result and summary. (The default costs no
@@ -41,9 +41,9 @@ struct context_policy {
   bool includes(std::string_view kind) const;
 
   // Presets.
-  static context_policy short_context();   // 4k window, the last 2 turns
-  static context_policy long_context();    // 100k window, the last 50 turns
-  static context_policy tool_focused();    // 16k window, the last 5 turns, room for tool output
+  static context_policy short_context();  // 4k window, the last 2 turns
+  static context_policy long_context();   // 100k window, the last 50 turns
+  static context_policy tool_focused();   // 16k window, the last 5 turns, room for tool output
   // By model family ("gpt-4o", "claude-…", "llama-3…"); unknown models get the default.
   static context_policy for_model(std::string_view model);
 };

@@ -10,12 +10,10 @@ namespace {
 // An assistant message that no tool_call of the same model call follows is
 // the request's answer.
 bool is_answer(const entry& e, const iteration& it) {
-  if (e.kind != entry_kind::message || string_field(e.payload, "role") != "assistant")
-    return false;
+  if (e.kind != entry_kind::message || string_field(e.payload, "role") != "assistant") return false;
   const auto call_id = string_field(e.refs, "call_id");
-  return std::none_of(it.tool_calls.begin(), it.tool_calls.end(), [&](const tool_exchange& x) {
-    return string_field(x.call->refs, "call_id") == call_id;
-  });
+  return std::none_of(it.tool_calls.begin(), it.tool_calls.end(),
+                      [&](const tool_exchange& x) { return string_field(x.call->refs, "call_id") == call_id; });
 }
 
 }  // namespace
@@ -38,8 +36,10 @@ std::vector<iteration> iterations_of(const thread_view& t, std::string_view requ
       auto pending = std::find_if(it.tool_calls.begin(), it.tool_calls.end(), [&](const auto& x) {
         return !x.result && string_field(x.call->refs, "tool_call_id") == id;
       });
-      if (pending != it.tool_calls.end()) pending->result = e;
-      else it.others.push_back(e);  // a result without its call: keep it visible
+      if (pending != it.tool_calls.end())
+        pending->result = e;
+      else
+        it.others.push_back(e);  // a result without its call: keep it visible
     } else {
       it.others.push_back(e);
     }
@@ -56,12 +56,11 @@ std::vector<iteration> iterations_of(const thread_view& t, std::string_view requ
       last_at = std::max(last_at, e->at);
       ended = ended || is_answer(*e, it);
     }
-    for (const auto& x : it.tool_calls)
-      last_at = std::max({last_at, x.call->at, x.result ? x.result->at : last_at});
+    for (const auto& x : it.tool_calls) last_at = std::max({last_at, x.call->at, x.result ? x.result->at : last_at});
     // With every tool answered, what follows is the next iteration's model call.
-    ended = ended || (!it.tool_calls.empty() &&
-                      std::all_of(it.tool_calls.begin(), it.tool_calls.end(),
-                                  [](const tool_exchange& x) { return x.result != nullptr; }));
+    ended =
+        ended || (!it.tool_calls.empty() && std::all_of(it.tool_calls.begin(), it.tool_calls.end(),
+                                                        [](const tool_exchange& x) { return x.result != nullptr; }));
     for (const entry* e : it.others) {
       last_at = std::max(last_at, e->at);
       ended = ended || e->kind == entry_kind::error;

@@ -3,16 +3,15 @@
 #include "signals/json_text.hpp"
 #include "strategy/token_estimator.hpp"
 
-#include <limits>
 #include <algorithm>
+#include <limits>
 
 namespace troupe {
 
 namespace json = boost::json;
 
 std::string tool_result_text(const json::object& payload) {
-  if (const json::value* error = payload.if_contains("error"))
-    return json_text(json::object{{"error", *error}});
+  if (const json::value* error = payload.if_contains("error")) return json_text(json::object{{"error", *error}});
   const json::value* result = payload.if_contains("result");
   if (!result) return "null";
   if (const json::string* s = result->if_string()) return std::string(*s);
@@ -80,9 +79,15 @@ class window_source {
   window_source(const thread_view& t, std::span<const entry_draft> pending) : t_(t), pending_(pending) {}
   std::size_t size() const { return t_.size() + pending_.size(); }
   bool is_pending(std::size_t i) const { return i >= t_.size(); }
-  std::string_view kind(std::size_t i) const { return is_pending(i) ? std::string_view(pending_[i - t_.size()].kind) : std::string_view(t_.at_seq(i)->kind); }
-  const json::object& payload(std::size_t i) const { return is_pending(i) ? pending_[i - t_.size()].payload : t_.at_seq(i)->payload; }
-  const json::object& refs(std::size_t i) const { return is_pending(i) ? pending_[i - t_.size()].refs : t_.at_seq(i)->refs; }
+  std::string_view kind(std::size_t i) const {
+    return is_pending(i) ? std::string_view(pending_[i - t_.size()].kind) : std::string_view(t_.at_seq(i)->kind);
+  }
+  const json::object& payload(std::size_t i) const {
+    return is_pending(i) ? pending_[i - t_.size()].payload : t_.at_seq(i)->payload;
+  }
+  const json::object& refs(std::size_t i) const {
+    return is_pending(i) ? pending_[i - t_.size()].refs : t_.at_seq(i)->refs;
+  }
   std::int64_t tokens(std::size_t i) const {
     return is_pending(i) ? estimate_tokens(kind(i), payload(i)) : t_.at_seq(i)->tokens;
   }
@@ -108,17 +113,16 @@ projection project(const thread_view& t, const context_policy& policy, std::span
   meta.pending_count = pending.size();
 
   // 2. The summary and the boundary it sets.
-  const entry* summary = policy.summaries != summarization::none && policy.includes(entry_kind::summary)
-                             ? t.latest_summary()
-                             : nullptr;
+  const entry* summary =
+      policy.summaries != summarization::none && policy.includes(entry_kind::summary) ? t.latest_summary() : nullptr;
   std::size_t lower = 0;
   if (summary) {
     const std::int64_t to_seq = int_field(summary->payload, "to_seq").value_or(static_cast<std::int64_t>(summary->seq));
     lower = std::min<std::size_t>(static_cast<std::size_t>(std::max<std::int64_t>(to_seq, -1) + 1), t.size());
   }
-  const std::string summary_text =
-      summary ? "Summary of the earlier conversation:\n" + std::string(string_field(summary->payload, "content").value_or(""))
-              : std::string();
+  const std::string summary_text = summary ? "Summary of the earlier conversation:\n" +
+                                                 std::string(string_field(summary->payload, "content").value_or(""))
+                                           : std::string();
 
   std::int64_t fixed = system_prompt.empty() ? 0 : est.text(system_prompt) + est.per_message();
   if (summary) fixed += est.text(summary_text) + est.per_message();
@@ -172,9 +176,8 @@ projection project(const thread_view& t, const context_policy& policy, std::span
         } else if (pk == entry_kind::tool_result && calls.empty()) {
           take(j);
           --first;
-        } else if (pk == entry_kind::tool_call &&
-                   (calls.size() < results.size() || call_id.empty() ||
-                    string_field(src.refs(j), "call_id").value_or("") == call_id)) {
+        } else if (pk == entry_kind::tool_call && (calls.size() < results.size() || call_id.empty() ||
+                                                   string_field(src.refs(j), "call_id").value_or("") == call_id)) {
           take(j);
           --first;
         } else {
@@ -203,10 +206,19 @@ projection project(const thread_view& t, const context_policy& policy, std::span
     const bool is_user = k == entry_kind::message && string_field(src.payload(end), "role") == "user";
     // Stopping leaves `i` just past this unit: it is the newest one left out.
     if (!mandatory) {
-      if (policy.keep_last_turns && turns >= policy.keep_last_turns) { stopped_early = true; break; }
-      if (policy.max_messages && messages + unit_messages > policy.max_messages) { stopped_early = true; break; }
+      if (policy.keep_last_turns && turns >= policy.keep_last_turns) {
+        stopped_early = true;
+        break;
+      }
+      if (policy.max_messages && messages + unit_messages > policy.max_messages) {
+        stopped_early = true;
+        break;
+      }
       if (cost > left) {
-        if (!kept.empty()) { stopped_early = true; break; }
+        if (!kept.empty()) {
+          stopped_early = true;
+          break;
+        }
         meta.oversized = true;  // the newest unit goes alone, whatever it costs
       }
     } else if (cost > left) {
@@ -218,7 +230,10 @@ projection project(const thread_view& t, const context_policy& policy, std::span
     used += cost;
     messages += unit_messages;
     if (is_user) ++turns;
-    if (meta.oversized && !mandatory) { stopped_early = i > lower; break; }
+    if (meta.oversized && !mandatory) {
+      stopped_early = i > lower;
+      break;
+    }
   }
   // Anything of an included kind left between the boundary and the window?
   if (stopped_early) {
@@ -234,7 +249,8 @@ projection project(const thread_view& t, const context_policy& policy, std::span
   projected built;
   if (!system_prompt.empty()) built.messages.push_back(llm_message{"system", std::string(system_prompt), {}, {}, {}});
   if (summary) {
-    built.messages.push_back(llm_message{policy.summary_as == summary_role::system ? "system" : "user", summary_text, {}, {}, {}});
+    built.messages.push_back(
+        llm_message{policy.summary_as == summary_role::system ? "system" : "user", summary_text, {}, {}, {}});
     meta.summary_used = true;
   }
   if (cache && cache->thread_id != t.id()) cache = nullptr;
@@ -265,22 +281,24 @@ projection project(const thread_view& t, const context_policy& policy, std::span
           p.add(src.kind(j), src.payload(j), src.refs(j));
       for (const auto& m : unit_messages.messages.shared_from(0)) built.messages.push_shared(m);
     }
-    if (next_cache && committed)
-      next_cache->units.push_back({u->first, u->last, built.messages.shared_from(start)});
+    if (next_cache && committed) next_cache->units.push_back({u->first, u->last, built.messages.shared_from(start)});
   }
   out.messages = std::move(built.messages);
   meta.estimated_tokens = fixed + used;
 
   const std::size_t since_summary = t.size() > lower ? t.size() - lower : 0;
-  meta.needs_summary = policy.summaries == summarization::request_new &&
-                       (meta.truncated || (policy.summarize_after_entries && since_summary > policy.summarize_after_entries));
+  meta.needs_summary =
+      policy.summaries == summarization::request_new &&
+      (meta.truncated || (policy.summarize_after_entries && since_summary > policy.summarize_after_entries));
   if (!meta.needs_summary) return out;
 
   // Where a new summary should end: the newest units that fit in
   // summarize_to of each of the window's limits stay after it, the rest goes
   // into it. Always whole units, and never the input of this call.
   const double f = std::clamp(policy.summarize_to, 0.0, 1.0);
-  auto share = [f](std::size_t limit) { return limit ? std::max<std::size_t>(1, static_cast<std::size_t>(f * static_cast<double>(limit))) : 0; };
+  auto share = [f](std::size_t limit) {
+    return limit ? std::max<std::size_t>(1, static_cast<std::size_t>(f * static_cast<double>(limit))) : 0;
+  };
   const std::int64_t token_share = static_cast<std::int64_t>(f * static_cast<double>(policy.input_budget() - fixed));
   const std::size_t turn_share = share(policy.keep_last_turns), message_share = share(policy.max_messages);
   std::size_t after = src.size();  // the first index that stays after the summary

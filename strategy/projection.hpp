@@ -61,8 +61,7 @@ struct unit_cache {
 // thread; the units of this one are left in `next_cache` (when given). The
 // result is the same with or without them.
 projection project(const thread_view& t, const context_policy& policy, std::span<const entry_draft> pending,
-                   std::string_view system_prompt, const unit_cache* cache = nullptr,
-                   unit_cache* next_cache = nullptr);
+                   std::string_view system_prompt, const unit_cache* cache = nullptr, unit_cache* next_cache = nullptr);
 
 // How a tool_result entry's payload reads to the model: the result as JSON
 // text (a string result as itself), or {"error": {...}}.

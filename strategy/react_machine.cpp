@@ -19,8 +19,8 @@ class stepper {
  public:
   // The state is copied once, here: the step returns its successor and
   // leaves the caller's as it was (a failed commit keeps the old one).
-  stepper(const react_config& config, const react_state& state, const thread_view& thread,
-          std::int64_t now_ms, id_source& ids)
+  stepper(const react_config& config, const react_state& state, const thread_view& thread, std::int64_t now_ms,
+          id_source& ids)
       : config_(config), state_(state), thread_(thread), now_ms_(now_ms), ids_(ids) {}
 
   step_result run(const signal& input) && {
@@ -33,15 +33,14 @@ class stepper {
     if (state_.busy()) {
       directives_.push_back(request_error{
           q.request_id, error_type::busy,
-          "the thread is busy with request " + state_.request_id + " (" +
-              std::string(to_string(state_.status)) + ")"});
+          "the thread is busy with request " + state_.request_id + " (" + std::string(to_string(state_.status)) + ")"});
       return;
     }
     if (q.request_id.empty() ||
         std::all_of(q.text.begin(), q.text.end(), [](unsigned char c) { return std::isspace(c); })) {
-      directives_.push_back(request_error{
-          q.request_id, error_type::invalid_query,
-          q.request_id.empty() ? "a query needs a request_id" : "the question is empty"});
+      directives_.push_back(
+          request_error{q.request_id, error_type::invalid_query,
+                        q.request_id.empty() ? "a query needs a request_id" : "the question is empty"});
       return;
     }
     state_.request_id = q.request_id;
@@ -67,17 +66,15 @@ class stepper {
       return;
     }
     if (state_.status != react_status::awaiting_llm || r.call_id != state_.call_id) return;
-    std::visit(overloaded{[&](const llm_completion& c) { on_completion(c); },
-                          [&](const error_info& e) { end_with_error(e); }},
-               r.outcome);
+    std::visit(
+        overloaded{[&](const llm_completion& c) { on_completion(c); }, [&](const error_info& e) { end_with_error(e); }},
+        r.outcome);
   }
 
   void on(const tool_result& r) {
     if (state_.status != react_status::awaiting_tools || r.call_id != state_.call_id) return;
     auto pending = std::find_if(state_.tool_calls.begin(), state_.tool_calls.end(),
-                                [&](const pending_tool_call& p) {
-                                  return p.call.id == r.tool_call_id && !p.outcome;
-                                });
+                                [&](const pending_tool_call& p) { return p.call.id == r.tool_call_id && !p.outcome; });
     if (pending == state_.tool_calls.end()) return;  // unknown, or already answered
     pending->outcome = r.outcome;
     finish_tools_if_done();
@@ -111,8 +108,7 @@ class stepper {
       if (!thinking.empty()) payload.emplace("thinking", thinking);
       if (!c.finish_reason.empty()) payload.emplace("finish_reason", c.finish_reason);
       commit(entry_kind::message, std::move(payload), refs(state_.call_id));
-      directives_.push_back(
-          reply{state_.request_id, text, state_.request_usage, state_.iteration});
+      directives_.push_back(reply{state_.request_id, text, state_.request_usage, state_.iteration});
       state_.status = react_status::completed;
       clear_stream();
       return;
@@ -145,11 +141,11 @@ class stepper {
       if (!find_tool(config_.tools, p.call.name)) {
         p.outcome = error_info::of(error_type::unknown_tool, unknown_tool_message(p.call.name));
       } else if (p.call.invalid_arguments) {
-        p.outcome = error_info::of(error_type::invalid_arguments, "the arguments are not a JSON object: " + *p.call.invalid_arguments);
+        p.outcome = error_info::of(error_type::invalid_arguments,
+                                   "the arguments are not a JSON object: " + *p.call.invalid_arguments);
       } else {
         directives_.push_back(tool_exec{state_.call_id, p.call.id, p.call.name, p.call.arguments,
-                                        config_.tool_timeout_ms, state_.request_id,
-                                        state_.iteration});
+                                        config_.tool_timeout_ms, state_.request_id, state_.iteration});
       }
       state_.tool_calls.push_back(std::move(p));
     }
@@ -163,7 +159,7 @@ class stepper {
     commit_tool_results();
     if (state_.iteration >= max_iterations()) {
       end_with_error(error_info::of(error_type::max_iterations, "stopped after " + std::to_string(state_.iteration) +
-                                    " iterations without a final answer"));
+                                                                    " iterations without a final answer"));
       return;
     }
     ++state_.iteration;
@@ -207,17 +203,20 @@ class stepper {
   void maybe_summarize(const context_meta& meta) {
     if (!meta.needs_summary || !meta.summarize_to_seq || !state_.summary_call_id.empty()) return;
     const entry* previous = thread_.latest_summary();
-    const std::uint64_t from = previous ? static_cast<std::uint64_t>(int_field(previous->payload, "to_seq").value_or(0)) + 1 : 0;
+    const std::uint64_t from =
+        previous ? static_cast<std::uint64_t>(int_field(previous->payload, "to_seq").value_or(0)) + 1 : 0;
     const std::uint64_t to = *meta.summarize_to_seq;
     if (to < from || to >= thread_.size()) return;
 
     std::string transcript;
-    if (previous) transcript += "Earlier summary: " + std::string(string_field(previous->payload, "content").value_or("")) + "\n\n";
+    if (previous)
+      transcript += "Earlier summary: " + std::string(string_field(previous->payload, "content").value_or("")) + "\n\n";
     for (const entry& e : thread_.slice(from, to)) transcript += transcript_line(e);
     summarize s;
     s.call_id = ids_.next("summary");
     s.model = config_.summary_model.empty() ? state_.overrides->model.value_or(config_.model) : config_.summary_model;
-    const std::string prompt = config_.summary_prompt.empty() ? std::string(default_summary_prompt) : config_.summary_prompt;
+    const std::string prompt =
+        config_.summary_prompt.empty() ? std::string(default_summary_prompt) : config_.summary_prompt;
     s.messages = {llm_message{"system", prompt, {}, {}, {}}, llm_message{"user", transcript, {}, {}, {}}};
     s.from_seq = 0;
     s.to_seq = to;
@@ -236,7 +235,8 @@ class stepper {
       return "assistant calls " + std::string(string_field(e.payload, "name").value_or("?")) + " " +
              json_text(e.payload.contains("arguments") ? e.payload.at("arguments") : json::value()) + "\n";
     if (e.kind == entry_kind::tool_result)
-      return "tool " + std::string(string_field(e.payload, "name").value_or("?")) + " returned " + tool_result_text(e.payload) + "\n";
+      return "tool " + std::string(string_field(e.payload, "name").value_or("?")) + " returned " +
+             tool_result_text(e.payload) + "\n";
     return {};
   }
 
@@ -287,9 +287,7 @@ class stepper {
     state_.streamed_thinking.clear();
   }
 
-  int max_iterations() const {
-    return std::max(1, state_.overrides->max_iterations.value_or(config_.max_iterations));
-  }
+  int max_iterations() const { return std::max(1, state_.overrides->max_iterations.value_or(config_.max_iterations)); }
 
   std::string unknown_tool_message(const std::string& name) const {
     std::string m = "there is no tool named \"" + name + "\"";
@@ -313,8 +311,8 @@ class stepper {
 
 }  // namespace
 
-step_result step(const react_config& config, const react_state& state, const thread_view& thread,
-                 const signal& input, std::int64_t now_ms, id_source& ids) {
+step_result step(const react_config& config, const react_state& state, const thread_view& thread, const signal& input,
+                 std::int64_t now_ms, id_source& ids) {
   return stepper(config, state, thread, now_ms, ids).run(input);
 }
 

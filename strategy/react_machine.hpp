@@ -27,7 +27,7 @@ struct step_result {
   std::vector<directive> directives;
 };
 
-step_result step(const react_config& config, const react_state& state, const thread_view& thread,
-                 const signal& input, std::int64_t now_ms, id_source& ids);
+step_result step(const react_config& config, const react_state& state, const thread_view& thread, const signal& input,
+                 std::int64_t now_ms, id_source& ids);
 
 }  // namespace troupe

@@ -6,9 +6,9 @@
 #include "signals/decode_error.hpp"
 #include "signals/error_info.hpp"
 #include "signals/query.hpp"
+#include "signals/token_usage.hpp"
 #include "signals/tool_call.hpp"
 #include "signals/tool_result.hpp"
-#include "signals/token_usage.hpp"
 #include "strategy/projection.hpp"
 #include "strategy/shared_value.hpp"
 
@@ -56,8 +56,8 @@ struct react_state {
   shared_value<query_overrides> overrides;
   std::int64_t request_started_at = 0;
   int iteration = 0;
-  std::string call_id;  // the model call in flight, or the last one
-  std::string streamed_text;      // deltas of the current call, not committed
+  std::string call_id;        // the model call in flight, or the last one
+  std::string streamed_text;  // deltas of the current call, not committed
   std::string streamed_thinking;
   std::vector<pending_tool_call> tool_calls;  // of the current iteration, in call order
   shared_optional<error_info> error;          // why the last request failed
@@ -73,9 +73,7 @@ struct react_state {
 
   derived_cache<unit_cache> projection;  // the units of the last model call's context
 
-  bool busy() const {
-    return status == react_status::awaiting_llm || status == react_status::awaiting_tools;
-  }
+  bool busy() const { return status == react_status::awaiting_llm || status == react_status::awaiting_tools; }
   friend bool operator==(const react_state&, const react_state&) = default;
 };
 

@@ -8,8 +8,7 @@ namespace troupe {
 namespace json = boost::json;
 
 namespace {
-constexpr std::array<std::string_view, 5> status_names{"idle", "awaiting_llm", "awaiting_tools",
-                                                       "completed", "error"};
+constexpr std::array<std::string_view, 5> status_names{"idle", "awaiting_llm", "awaiting_tools", "completed", "error"};
 }
 
 std::string_view to_string(react_status s) { return status_names[static_cast<std::size_t>(s)]; }
@@ -67,8 +66,10 @@ decoded<react_state> decode_react_state(const json::value& v) {
   s.summary_to_seq = static_cast<std::uint64_t>(r.optional_int64("summary_to_seq").value_or(0));
   if (!r.ok()) return r.error();
 
-  if (auto st = parse_react_status(status)) s.status = *st;
-  else return decode_error{"status", "unknown status \"" + status + "\""};
+  if (auto st = parse_react_status(status))
+    s.status = *st;
+  else
+    return decode_error{"status", "unknown status \"" + status + "\""};
   auto ov = decode_query_overrides(overrides, "overrides");
   if (!ov) return ov.error();
   s.overrides = std::move(*ov);

@@ -20,8 +20,7 @@ class react_thread {
  public:
   explicit react_thread(thread t, react_state s = {}) : thread_(std::move(t)), state_(std::move(s)) {}
 
-  applied apply(const react_config& config, const signal& input, std::int64_t now_ms,
-                id_source& ids) {
+  applied apply(const react_config& config, const signal& input, std::int64_t now_ms, id_source& ids) {
     step_result r = step(config, state_, thread_, input, now_ms, ids);
     entry_range committed = thread_.append(std::move(r.entries), now_ms, ids);
     state_ = std::move(r.state);
@@ -33,8 +32,8 @@ class react_thread {
   // thread and the state stay as they were, consistent with the store — and
   // the result is empty.
   template <class Persist>
-  std::optional<applied> apply(const react_config& config, const signal& input, std::int64_t now_ms,
-                               id_source& ids, Persist&& persist) {
+  std::optional<applied> apply(const react_config& config, const signal& input, std::int64_t now_ms, id_source& ids,
+                               Persist&& persist) {
     step_result r = step(config, state_, thread_, input, now_ms, ids);
     if (r.entries.empty()) {
       state_ = std::move(r.state);

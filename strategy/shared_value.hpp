@@ -19,8 +19,10 @@ class shared_value {
   shared_value(T v) { *this = std::move(v); }  // NOLINT: converts like the T it stands for
 
   shared_value& operator=(T v) {
-    if (v == T{}) value_.reset();
-    else value_ = std::make_shared<const T>(std::move(v));
+    if (v == T{})
+      value_.reset();
+    else
+      value_ = std::make_shared<const T>(std::move(v));
     return *this;
   }
 

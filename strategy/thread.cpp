@@ -24,15 +24,15 @@ thread_stats thread_view::stats() const {
   thread_stats s{size_, {}};
   for (const entry& e : entries()) {
     auto it = std::find_if(s.by_kind.begin(), s.by_kind.end(), [&](const auto& kc) { return kc.first == e.kind; });
-    if (it == s.by_kind.end()) s.by_kind.emplace_back(e.kind, 1);
-    else ++it->second;
+    if (it == s.by_kind.end())
+      s.by_kind.emplace_back(e.kind, 1);
+    else
+      ++it->second;
   }
   return s;
 }
 
-const entry* thread_view::at_seq(std::uint64_t seq) const {
-  return seq < size_ ? &(*log_)[seq] : nullptr;
-}
+const entry* thread_view::at_seq(std::uint64_t seq) const { return seq < size_ ? &(*log_)[seq] : nullptr; }
 
 const entry* thread_view::last() const { return size_ ? &(*log_)[size_ - 1] : nullptr; }
 
@@ -43,9 +43,7 @@ entry_range thread_view::slice(std::uint64_t from, std::uint64_t to) const {
   return {log_, from, std::min<std::uint64_t>(to, size_ - 1) + 1};
 }
 
-std::vector<const entry*> thread_view::of_kind(std::string_view kind) const {
-  return of_kinds({kind});
-}
+std::vector<const entry*> thread_view::of_kind(std::string_view kind) const { return of_kinds({kind}); }
 
 std::vector<const entry*> thread_view::of_kinds(std::initializer_list<std::string_view> kinds) const {
   std::vector<const entry*> out;
@@ -106,8 +104,8 @@ entry_range thread::append(std::vector<entry_draft> drafts, std::int64_t now_ms,
   std::vector<entry> stamped;
   stamped.reserve(drafts.size());
   for (auto& d : drafts)
-    stamped.push_back(entry{ids.next("entry"), size_ + stamped.size(), now_ms, std::move(d.kind),
-                            std::move(d.payload), std::move(d.refs), 0});
+    stamped.push_back(entry{ids.next("entry"), size_ + stamped.size(), now_ms, std::move(d.kind), std::move(d.payload),
+                            std::move(d.refs), 0});
   for (entry& e : stamped) e.tokens = estimate_tokens(e.kind, e.payload);
   const std::size_t first = size_;
   push(stamped);
@@ -117,26 +115,22 @@ entry_range thread::append(std::vector<entry_draft> drafts, std::int64_t now_ms,
 
 const entry& thread::append(entry_draft draft, std::int64_t now_ms, id_source& ids) {
   if (draft.kind.empty()) throw std::invalid_argument("thread::append: an entry needs a kind");
-  entry e{ids.next("entry"), size_, now_ms, std::move(draft.kind), std::move(draft.payload),
-          std::move(draft.refs), 0};
+  entry e{ids.next("entry"), size_, now_ms, std::move(draft.kind), std::move(draft.payload), std::move(draft.refs), 0};
   e.tokens = estimate_tokens(e.kind, e.payload);
   push(std::span<entry>(&e, 1));
   updated_at_ = now_ms;
   return *last();
 }
 
-decoded<thread> thread::restore(std::string id, std::uint64_t rev, std::int64_t created_at,
-                                std::int64_t updated_at, json::object metadata,
-                                std::vector<entry> entries) {
+decoded<thread> thread::restore(std::string id, std::uint64_t rev, std::int64_t created_at, std::int64_t updated_at,
+                                json::object metadata, std::vector<entry> entries) {
   for (std::size_t i = 0; i < entries.size(); ++i) {
     if (entries[i].seq != i)
       return decode_error{element_path("entries", i) + ".seq",
                           "expected " + std::to_string(i) + " (seq must run 0, 1, 2, … without gaps)"};
-    if (entries[i].kind.empty())
-      return decode_error{element_path("entries", i) + ".kind", "must not be empty"};
+    if (entries[i].kind.empty()) return decode_error{element_path("entries", i) + ".kind", "must not be empty"};
   }
-  if (rev < entries.size())
-    return decode_error{"rev", "is smaller than the number of entries"};
+  if (rev < entries.size()) return decode_error{"rev", "is smaller than the number of entries"};
   thread t(std::move(id), created_at, std::move(metadata));
   for (entry& e : entries) e.tokens = estimate_tokens(e.kind, e.payload);
   t.push(entries);

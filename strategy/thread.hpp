@@ -116,17 +116,15 @@ class thread_view {
 
 class thread : public thread_view {
  public:
-  explicit thread(std::string id, std::int64_t created_at = 0,
-                  boost::json::object metadata = {});
+  explicit thread(std::string id, std::int64_t created_at = 0, boost::json::object metadata = {});
   // A writable thread that continues from a view, sharing its storage (O(1)).
   explicit thread(const thread_view& from) : thread_view(from) {}
 
   // Rebuilds a thread from stored parts. Entries must be numbered 0, 1, 2, …
   // and rev must count at least every entry; otherwise the error names the
   // offending field (entries[i].seq, rev).
-  static decoded<thread> restore(std::string id, std::uint64_t rev, std::int64_t created_at,
-                                 std::int64_t updated_at, boost::json::object metadata,
-                                 std::vector<entry> entries);
+  static decoded<thread> restore(std::string id, std::uint64_t rev, std::int64_t created_at, std::int64_t updated_at,
+                                 boost::json::object metadata, std::vector<entry> entries);
 
   // Assigns seq (continuing from size()), id (from `ids`) and at (= now_ms) to
   // each draft, appends them in order, and returns the new entries. rev grows

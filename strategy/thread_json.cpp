@@ -7,8 +7,8 @@ namespace troupe {
 namespace json = boost::json;
 
 json::value to_json(const entry& e) {
-  return json::object{{"id", e.id},           {"seq", e.seq},         {"at", e.at},
-                      {"kind", e.kind},       {"payload", e.payload}, {"refs", e.refs}};
+  return json::object{{"id", e.id},     {"seq", e.seq},         {"at", e.at},
+                      {"kind", e.kind}, {"payload", e.payload}, {"refs", e.refs}};
 }
 
 json::value to_json(const thread_view& t) {
@@ -18,14 +18,13 @@ json::value to_json(const thread_view& t) {
   json::array entries;
   entries.reserve(t.size());
   for (const entry& e : t.entries()) entries.push_back(to_json(e));
-  return json::object{
-      {"id", t.id()},
-      {"rev", t.rev()},
-      {"created_at", t.created_at()},
-      {"updated_at", t.updated_at()},
-      {"metadata", t.metadata()},
-      {"stats", json::object{{"entry_count", stats.entry_count}, {"by_kind", std::move(by_kind)}}},
-      {"entries", std::move(entries)}};
+  return json::object{{"id", t.id()},
+                      {"rev", t.rev()},
+                      {"created_at", t.created_at()},
+                      {"updated_at", t.updated_at()},
+                      {"metadata", t.metadata()},
+                      {"stats", json::object{{"entry_count", stats.entry_count}, {"by_kind", std::move(by_kind)}}},
+                      {"entries", std::move(entries)}};
 }
 
 decoded<entry> decode_entry(const json::value& v, std::string path) {
@@ -61,8 +60,8 @@ decoded<thread> decode_thread(const json::value& v) {
     if (!e) return e.error();
     entries.push_back(std::move(*e));
   }
-  return thread::restore(std::move(id), static_cast<std::uint64_t>(rev), created_at, updated_at,
-                         std::move(metadata), std::move(entries));
+  return thread::restore(std::move(id), static_cast<std::uint64_t>(rev), created_at, updated_at, std::move(metadata),
+                         std::move(entries));
 }
 
 }  // namespace troupe

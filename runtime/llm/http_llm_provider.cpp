@@ -1,10 +1,9 @@
 #include "runtime/llm/http_llm_provider.hpp"
 
-#include "runtime/llm/wire/anthropic_format.hpp"
 #include "runtime/clock.hpp"
+#include "runtime/llm/wire/anthropic_format.hpp"
 #include "runtime/llm/wire/openai_format.hpp"
 #include "signals/json_text.hpp"
-
 
 #include <mutex>
 #include <random>

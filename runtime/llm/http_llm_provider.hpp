@@ -9,17 +9,17 @@
 // says how many attempts were made. The API key goes into the request's
 // header only: it never appears in an error, a log or a result.
 
-#include "runtime/net/http_client.hpp"
 #include "runtime/llm/llm_errors.hpp"
 #include "runtime/llm/llm_provider.hpp"
-#include "runtime/net/timer_queue.hpp"
 #include "runtime/llm/wire/sse_parser.hpp"
+#include "runtime/net/http_client.hpp"
+#include "runtime/net/timer_queue.hpp"
 
 #include <atomic>
 #include <memory>
 #include <mutex>
-#include <unordered_set>
 #include <string>
+#include <unordered_set>
 
 namespace troupe {
 

@@ -33,8 +33,7 @@ std::optional<json_fields> error_object(const json::value& body, json_problem& i
 bool mentions_context_length(const json_fields& e) {
   const std::string text = lower(std::string(e.text("code")) + " " + std::string(e.text("message")));
   return text.find("context_length_exceeded") != std::string::npos ||
-         text.find("context length") != std::string::npos ||
-         text.find("prompt is too long") != std::string::npos ||
+         text.find("context length") != std::string::npos || text.find("prompt is too long") != std::string::npos ||
          text.find("maximum context") != std::string::npos;
 }
 
@@ -46,19 +45,26 @@ bool is_retryable(std::string_view type) {
   return type == "rate_limited" || type == "overloaded" || type == "server" || type == "network";
 }
 
-error_info classify_http_error(int status, std::string_view body, std::string_view retry_after,
-                               std::int64_t now_ms) {
+error_info classify_http_error(int status, std::string_view body, std::string_view retry_after, std::int64_t now_ms) {
   error_info e;
   e.http_status = status;
   e.attempts = 1;
-  if (status == 401) e.type = "auth";
-  else if (status == 403) e.type = "permission";
-  else if (status == 404) e.type = "not_found";
-  else if (status == 408) e.type = "timeout";
-  else if (status == 429) e.type = "rate_limited";
-  else if (status == 529) e.type = "overloaded";
-  else if (status >= 500) e.type = "server";
-  else e.type = "bad_request";
+  if (status == 401)
+    e.type = "auth";
+  else if (status == 403)
+    e.type = "permission";
+  else if (status == 404)
+    e.type = "not_found";
+  else if (status == 408)
+    e.type = "timeout";
+  else if (status == 429)
+    e.type = "rate_limited";
+  else if (status == 529)
+    e.type = "overloaded";
+  else if (status >= 500)
+    e.type = "server";
+  else
+    e.type = "bad_request";
 
   boost::system::error_code ec;
   const json::value parsed = json::parse(body, ec);
@@ -67,10 +73,14 @@ error_info classify_http_error(int status, std::string_view body, std::string_vi
   if (detail) {
     e.message = std::string(detail->text("message"));
     const std::string_view kind = detail->text("type");
-    if (kind == "overloaded_error") e.type = "overloaded";
-    else if (kind == "rate_limit_error") e.type = "rate_limited";
-    else if (kind == "authentication_error") e.type = "auth";
-    else if (kind == "permission_error") e.type = "permission";
+    if (kind == "overloaded_error")
+      e.type = "overloaded";
+    else if (kind == "rate_limit_error")
+      e.type = "rate_limited";
+    else if (kind == "authentication_error")
+      e.type = "auth";
+    else if (kind == "permission_error")
+      e.type = "permission";
     if (e.type == "bad_request" && mentions_context_length(*detail)) e.type = "context_length_exceeded";
   }
   if (e.message.empty()) {
@@ -94,8 +104,10 @@ error_info classify_stream_error(const json::value& error) {
   const json_fields o(error.get_object(), "error", ignored);
   e.message = std::string(o.text("message"));
   const std::string kind = lower(o.text("type")) + " " + lower(o.text("code"));
-  if (kind.find("overloaded") != std::string::npos) e.type = "overloaded";
-  else if (kind.find("rate_limit") != std::string::npos) e.type = "rate_limited";
+  if (kind.find("overloaded") != std::string::npos)
+    e.type = "overloaded";
+  else if (kind.find("rate_limit") != std::string::npos)
+    e.type = "rate_limited";
   else if (kind.find("invalid_request") != std::string::npos)
     e.type = mentions_context_length(o) ? "context_length_exceeded" : "bad_request";
   if (e.message.empty()) e.message = "the stream reported an error";
@@ -144,9 +156,9 @@ std::chrono::milliseconds retry_delay(int attempt, const llm_retry_policy& polic
   if (retry_after_seconds)
     return std::min(milliseconds(static_cast<std::int64_t>(std::ceil(*retry_after_seconds * 1000))),
                     policy.max_backoff);
-  const double ceiling = std::min(static_cast<double>(policy.max_backoff.count()),
-                                  static_cast<double>(policy.initial_backoff.count()) *
-                                      std::pow(2.0, std::max(0, attempt - 2)));
+  const double ceiling =
+      std::min(static_cast<double>(policy.max_backoff.count()),
+               static_cast<double>(policy.initial_backoff.count()) * std::pow(2.0, std::max(0, attempt - 2)));
   return milliseconds(static_cast<std::int64_t>(ceiling * std::clamp(jitter01, 0.0, 1.0)));
 }
 

@@ -23,8 +23,7 @@ namespace troupe {
 // date in it into seconds from now. Bodies in OpenAI's {"error": {...}} and
 // Anthropic's {"type": "error", "error": {...}} shapes give the message and
 // refine the type.
-error_info classify_http_error(int status, std::string_view body, std::string_view retry_after,
-                               std::int64_t now_ms);
+error_info classify_http_error(int status, std::string_view body, std::string_view retry_after, std::int64_t now_ms);
 
 // An error object that arrived inside a 200 stream (OpenAI's {"error": ...}
 // chunk, Anthropic's error event).

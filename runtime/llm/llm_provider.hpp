@@ -9,8 +9,8 @@
 #include "signals/llm_delta.hpp"
 #include "signals/llm_result.hpp"
 
-#include <functional>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string_view>
 

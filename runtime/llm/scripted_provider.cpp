@@ -33,8 +33,7 @@ llm_result to_llm_result(const std::string& call_id, const scripted_reply& r) {
   return {call_id, std::move(c)};
 }
 
-scripted_provider::scripted_provider(std::vector<scripted_reply> replies)
-    : replies_(std::move(replies)) {}
+scripted_provider::scripted_provider(std::vector<scripted_reply> replies) : replies_(std::move(replies)) {}
 
 scripted_provider::scripted_provider(script_fn fn) : fn_(std::move(fn)) {}
 
@@ -42,8 +41,8 @@ scripted_reply scripted_provider::next_reply(const llm_stream& request) {
   if (fn_) return fn_(request);
   std::lock_guard lock(mutex_);
   if (next_ < replies_.size()) return replies_[next_++];
-  return scripted_reply::failure(error_info::of(error_type::script_exhausted, "the scripted model has no reply left for call " +
-                                                request.call_id, 1));
+  return scripted_reply::failure(error_info::of(error_type::script_exhausted,
+                                                "the scripted model has no reply left for call " + request.call_id, 1));
 }
 
 timer_queue& scripted_provider::timers() {
@@ -65,8 +64,7 @@ class delayed_call final : public llm_call {
 
 }  // namespace
 
-std::unique_ptr<llm_call> scripted_provider::stream(const llm_stream& request,
-                                                    llm_callbacks callbacks) {
+std::unique_ptr<llm_call> scripted_provider::stream(const llm_stream& request, llm_callbacks callbacks) {
   calls_.fetch_add(1, std::memory_order_relaxed);
   scripted_reply reply = next_reply(request);
   if (!reply.error) {
@@ -81,9 +79,7 @@ std::unique_ptr<llm_call> scripted_provider::stream(const llm_stream& request,
     return nullptr;
   }
   auto id = timers().schedule(reply.delay, [on_result = std::move(callbacks.on_result),
-                                            result = std::move(result)]() mutable {
-    on_result(std::move(result));
-  });
+                                            result = std::move(result)]() mutable { on_result(std::move(result)); });
   return std::make_unique<delayed_call>(timers(), id);
 }
 

@@ -16,7 +16,7 @@
 namespace troupe {
 
 struct scripted_reply {
-  std::vector<std::string> chunks;    // streamed as deltas; the answer is their concatenation
+  std::vector<std::string> chunks;  // streamed as deltas; the answer is their concatenation
   std::string thinking;
   std::vector<tool_call> tool_calls;  // non-empty: the model calls tools
   std::optional<error_info> error;    // set: the call fails with it

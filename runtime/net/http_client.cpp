@@ -22,7 +22,8 @@ std::string lower(std::string_view s) {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -114,8 +115,8 @@ struct transfer {
     t->received += size * n;
     const std::size_t cap = t->request.max_response_bytes;
     if (cap && t->received > cap) {
-      t->failure = error_info::of(error_type::response_too_large,
-                                  "the response exceeded " + std::to_string(cap) + " bytes", 1);
+      t->failure =
+          error_info::of(error_type::response_too_large, "the response exceeded " + std::to_string(cap) + " bytes", 1);
       return 0;
     }
     if (!t->callbacks.on_body) return size * n;
@@ -264,7 +265,8 @@ struct http_client::impl {
       const CURLcode code = m->data.result;
       std::optional<error_info> error;
       if (code == CURLE_OPERATION_TIMEDOUT)
-        error = error_info::of(error_type::timeout, std::string("the request timed out: ") + curl_easy_strerror(code), 1);
+        error =
+            error_info::of(error_type::timeout, std::string("the request timed out: ") + curl_easy_strerror(code), 1);
       else if (code != CURLE_OK)
         error = error_info::of(error_type::network, curl_easy_strerror(code), 1);
       const std::uint64_t id = t->id;

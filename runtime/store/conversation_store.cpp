@@ -53,8 +53,10 @@ conversation_totals totals_of(const thread_view& t) {
     if (e.kind == entry_kind::message) {
       ++out.messages;
       const auto role = role_of(e);
-      if (role == "user") ++out.user_messages;
-      else if (role == "assistant") ++out.assistant_messages;
+      if (role == "user")
+        ++out.user_messages;
+      else if (role == "assistant")
+        ++out.assistant_messages;
     } else if (e.kind == entry_kind::tool_call) {
       ++out.tool_calls;
     }

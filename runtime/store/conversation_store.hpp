@@ -9,8 +9,8 @@
 
 #include "runtime/store/thread_store.hpp"
 
-#include <boost/json/value.hpp>
 #include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 
 #include <cstddef>
 #include <cstdint>

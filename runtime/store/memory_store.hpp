@@ -3,8 +3,8 @@
 // the writer's thread, so it costs a map lookup and a few shared pointers,
 // whatever the thread's length.
 
-#include "runtime/store/conversation_store.hpp"
 #include "runtime/random_ids.hpp"
+#include "runtime/store/conversation_store.hpp"
 #include "runtime/store/thread_store.hpp"
 
 #include <array>
@@ -43,7 +43,7 @@ class memory_store final : public thread_store, public conversation_store {
   // Conversations are few next to commits: one lock. Never held together
   // with a shard's.
   std::mutex conversations_mutex_;
-  std::map<std::string, conversation> conversations_;                  // by id
+  std::map<std::string, conversation> conversations_;                    // by id
   std::unordered_map<std::string, std::string> conversation_of_thread_;  // thread id → conversation id
   std::atomic<bool> has_conversations_{false};
   random_ids ids_;

@@ -39,9 +39,11 @@ stored<store_handle> open_store(const std::string& uri, const std::string& fallb
   if (u.empty() || u == "memory:") return handle_of(std::make_shared<memory_store>());
   if (u.rfind("sqlite:", 0) == 0) {
     const std::string path = u.substr(7);
-    if (path.empty()) return store_error{"invalid", "the store sqlite: names no file: give a path, e.g. sqlite:./troupe.db"};
+    if (path.empty())
+      return store_error{"invalid", "the store sqlite: names no file: give a path, e.g. sqlite:./troupe.db"};
     std::error_code ec;  // a directory that cannot be made shows as the file not opening
-    if (const auto dir = std::filesystem::path(path).parent_path(); !dir.empty()) std::filesystem::create_directories(dir, ec);
+    if (const auto dir = std::filesystem::path(path).parent_path(); !dir.empty())
+      std::filesystem::create_directories(dir, ec);
     return opened<sqlite_store>(path);
   }
   if (is_postgres_uri(u)) return opened<postgres_store>(u);

@@ -21,8 +21,8 @@ stored<thread> thread_store::fork(const std::string& thread_id, std::uint64_t at
   boost::json::object metadata = parent->metadata();
   metadata["forked_from"] = {{"thread_id", thread_id}, {"at_seq", at_seq}};
   const std::int64_t last_at = entries.back().at;
-  auto child = thread::restore(new_id, at_seq + 1, now_ms, std::max(now_ms, last_at), std::move(metadata),
-                               std::move(entries));
+  auto child =
+      thread::restore(new_id, at_seq + 1, now_ms, std::max(now_ms, last_at), std::move(metadata), std::move(entries));
   if (!child) return store_error{"invalid", "fork of " + thread_id + ": " + child.error().describe()};
   auto written = append(*child, 0);
   if (!written) {

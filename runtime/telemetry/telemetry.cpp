@@ -9,11 +9,10 @@ namespace troupe {
 
 namespace {
 constexpr std::array<std::string_view, 24> kind_names{
-    "request.started", "request.completed", "request.failed",  "request.cancelled",
-    "llm.started",     "llm.delta",         "llm.completed",   "llm.error",
-    "tool.started",    "tool.completed",    "tool.error",      "tool.timeout",
-    "tool.retry",      "agent.started",     "agent.crashed",   "agent.restarted",
-    "agent.escalated", "context.warning",   "summary.completed", "summary.failed",
+    "request.started", "request.completed", "request.failed",  "request.cancelled", "llm.started",
+    "llm.delta",       "llm.completed",     "llm.error",       "tool.started",      "tool.completed",
+    "tool.error",      "tool.timeout",      "tool.retry",      "agent.started",     "agent.crashed",
+    "agent.restarted", "agent.escalated",   "context.warning", "summary.completed", "summary.failed",
     "callback.failed", "thread.loaded",     "thread.unloaded", "actor.restarted"};
 }
 
@@ -27,16 +26,16 @@ log_sink::log_sink(bool report_failures) : report_failures_(report_failures) {
 bool log_sink::wants(telemetry_kind k) const {
   if (debug_) return k != telemetry_kind::llm_delta;
   return report_failures_ && (k == telemetry_kind::request_failed || k == telemetry_kind::agent_crashed ||
-         k == telemetry_kind::agent_escalated || k == telemetry_kind::callback_failed);
+                              k == telemetry_kind::agent_escalated || k == telemetry_kind::callback_failed);
 }
 
 void log_sink::emit(const telemetry_event& e) {
   if (!wants(e.kind)) return;
   std::lock_guard lock(mutex_);
   std::fprintf(stderr, "troupe %s agent=%s thread=%s request=%s call=%s tool_call=%s iteration=%d us=%lld %s\n",
-               std::string(to_string(e.kind)).c_str(), e.agent_id.c_str(), e.thread_id.c_str(),
-               e.request_id.c_str(), e.call_id.c_str(), e.tool_call_id.c_str(), e.iteration,
-               static_cast<long long>(e.duration_us), e.detail.c_str());
+               std::string(to_string(e.kind)).c_str(), e.agent_id.c_str(), e.thread_id.c_str(), e.request_id.c_str(),
+               e.call_id.c_str(), e.tool_call_id.c_str(), e.iteration, static_cast<long long>(e.duration_us),
+               e.detail.c_str());
 }
 
 void recording_sink::emit(const telemetry_event& e) {

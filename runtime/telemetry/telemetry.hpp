@@ -15,14 +15,30 @@
 namespace troupe {
 
 enum class telemetry_kind {
-  request_started, request_completed, request_failed, request_cancelled,
-  llm_started, llm_delta, llm_completed, llm_error,
-  tool_started, tool_completed, tool_error, tool_timeout, tool_retry,
-  agent_started, agent_crashed, agent_restarted, agent_escalated,
-  context_warning, summary_completed, summary_failed,
-  callback_failed,                  // an embedder's on_event / on_reply threw
-  thread_loaded, thread_unloaded,   // an agent's thread table: loads and evictions
-  actor_restarted,                  // an executor or broker replaced in its pool slot
+  request_started,
+  request_completed,
+  request_failed,
+  request_cancelled,
+  llm_started,
+  llm_delta,
+  llm_completed,
+  llm_error,
+  tool_started,
+  tool_completed,
+  tool_error,
+  tool_timeout,
+  tool_retry,
+  agent_started,
+  agent_crashed,
+  agent_restarted,
+  agent_escalated,
+  context_warning,
+  summary_completed,
+  summary_failed,
+  callback_failed,  // an embedder's on_event / on_reply threw
+  thread_loaded,
+  thread_unloaded,  // an agent's thread table: loads and evictions
+  actor_restarted,  // an executor or broker replaced in its pool slot
 };
 
 std::string_view to_string(telemetry_kind k);

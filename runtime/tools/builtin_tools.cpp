@@ -31,9 +31,12 @@ class expression_parser {
   double expression() {
     double v = term();
     for (;;) {
-      if (eat('+')) v += term();
-      else if (eat('-')) v -= term();
-      else return v;
+      if (eat('+'))
+        v += term();
+      else if (eat('-'))
+        v -= term();
+      else
+        return v;
     }
   }
 
@@ -112,8 +115,7 @@ double evaluate_expression(std::string_view expression) { return expression_pars
 
 tool calculator_tool() {
   tool t;
-  t.spec = {"calculator",
-            "Evaluates an arithmetic expression exactly as written: + - * / % ^ and parentheses.",
+  t.spec = {"calculator", "Evaluates an arithmetic expression exactly as written: + - * / % ^ and parentheses.",
             boost::json::object{
                 {"type", "object"},
                 {"properties", {{"expression", {{"type", "string"}, {"description", "e.g. 2 * (3 + 4.5) ^ 2"}}}}},

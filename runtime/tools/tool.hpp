@@ -50,16 +50,15 @@ struct retry_policy {
   std::chrono::milliseconds backoff_before(int attempt) const;  // attempt >= 2
 };
 
-using tool_function =
-    std::function<boost::json::value(const boost::json::object& arguments, const tool_context&)>;
+using tool_function = std::function<boost::json::value(const boost::json::object& arguments, const tool_context&)>;
 
 // A tool whose work answers by itself later (another agent, a remote
 // server): it starts the work, returns at once, and `finish` is called with
 // the outcome, once, from any thread. No thread waits meanwhile. It returns
 // what stops the work early (on a timeout or cancel), or an empty function.
 using tool_finish = std::function<void(tool_outcome)>;
-using async_tool_function = std::function<std::function<void()>(const boost::json::object& arguments,
-                                                                const tool_context&, tool_finish finish)>;
+using async_tool_function =
+    std::function<std::function<void()>(const boost::json::object& arguments, const tool_context&, tool_finish finish)>;
 
 struct tool {
   tool_spec spec;

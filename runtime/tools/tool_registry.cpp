@@ -27,7 +27,8 @@ registered_tool::registered_tool(tool t) : tool_(std::move(t)), schema_(std::mak
     valijson::adapters::BoostJsonAdapter adapter(schema_doc);
     valijson::SchemaParser().populateSchema(adapter, schema_->schema);
   } catch (const std::exception& e) {
-    throw std::invalid_argument("tool \"" + tool_.spec.name + "\": its parameters are not a usable JSON Schema: " + e.what());
+    throw std::invalid_argument("tool \"" + tool_.spec.name +
+                                "\": its parameters are not a usable JSON Schema: " + e.what());
   }
 }
 
@@ -78,16 +79,20 @@ auto typed_failures(const tool_context& ctx, Body&& body, const auto& on_error) 
 
 }  // namespace
 
-tool_attempt registered_tool::run_once(const boost::json::object& arguments,
-                                       const tool_context& ctx) const {
+tool_attempt registered_tool::run_once(const boost::json::object& arguments, const tool_context& ctx) const {
   if (auto invalid = validate(arguments)) return {*invalid, false};
   return typed_failures(
-      ctx, [&] { return tool_attempt{tool_.run(arguments, ctx), false}; },
-      [](error_info e, bool retryable) { return tool_attempt{std::move(e), retryable}; });
+      ctx,
+      [&] {
+        return tool_attempt{tool_.run(arguments, ctx), false};
+      },
+      [](error_info e, bool retryable) {
+        return tool_attempt{std::move(e), retryable};
+      });
 }
 
 std::function<void()> registered_tool::start_once(const boost::json::object& arguments, const tool_context& ctx,
-                                                   tool_finish finish) const {
+                                                  tool_finish finish) const {
   if (auto invalid = validate(arguments)) {
     finish(std::move(*invalid));
     return {};
@@ -137,8 +142,10 @@ tool_set tool_registry::specs(const std::vector<std::string>& names) const {
   std::shared_lock lock(mutex_);
   for (const auto& n : names) {
     auto it = tools_.find(n);
-    if (it == tools_.end()) unknown += (unknown.empty() ? "" : ", ") + n;
-    else out.push_back(it->second->definition().spec);
+    if (it == tools_.end())
+      unknown += (unknown.empty() ? "" : ", ") + n;
+    else
+      out.push_back(it->second->definition().spec);
   }
   if (!unknown.empty()) throw std::invalid_argument("unknown tools: " + unknown);
   return make_tool_set(std::move(out));

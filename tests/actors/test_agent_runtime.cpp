@@ -159,8 +159,8 @@ TEST_CASE("cancelling a request mid-stream ends it and drops what comes late") {
 
 TEST_CASE("cancelling a request mid-tool tells the tool to stop and drops its late result") {
   gate tool_running, tool_returned;
-  auto model = std::make_shared<scripted_provider>(std::vector<scripted_reply>{
-      scripted_reply::tools({call("t", "hold")}), scripted_reply::text("after")});
+  auto model = std::make_shared<scripted_provider>(
+      std::vector<scripted_reply>{scripted_reply::tools({call("t", "hold")}), scripted_reply::text("after")});
   runtime rt({.provider = model});
   std::atomic<bool> saw_cancel{false};
   rt.tools().add(make_tool("hold", [&](const json::object&, const tool_context& ctx) {
@@ -207,13 +207,14 @@ TEST_CASE("tool failures become error results the model sees") {
   rt.tools().add(make_tool("broken", [](const json::object&, const tool_context&) -> json::value {
     throw std::runtime_error("disk on fire");
   }));
-  rt.tools().add(make_tool("picky", [](const json::object&, const tool_context&) { return json::value(1); },
-                           false, object_schema({{"n", "integer"}})));
+  rt.tools().add(make_tool(
+      "picky", [](const json::object&, const tool_context&) { return json::value(1); }, false,
+      object_schema({{"n", "integer"}})));
   rt.tools().add(make_tool("picky_fail", [](const json::object&, const tool_context&) -> json::value {
     throw tool_failure("not_found", "no such order");
   }));
-  agent a = rt.spawn_agent({.id = "a", .model = "m", .tools = {"sleepy", "broken", "picky", "picky_fail"},
-                            .tool_timeout = 50ms});
+  agent a = rt.spawn_agent(
+      {.id = "a", .model = "m", .tools = {"sleepy", "broken", "picky", "picky_fail"}, .tool_timeout = 50ms});
 
   SECTION("a tool that runs past its timeout") {
     CHECK_THAT(answer_of(must_reply(a.ask("timeout"))), Catch::Contains("\"type\":\"timeout\""));
@@ -265,8 +266,8 @@ TEST_CASE("a model error ends the request with a typed error and the agent stays
 }
 
 TEST_CASE("stream events report deltas, tools and the end of the request") {
-  auto model = std::make_shared<scripted_provider>(std::vector<scripted_reply>{
-      scripted_reply::tools({call("t", "echo", {{"x", 1}})}), scripted_reply::text("bye")});
+  auto model = std::make_shared<scripted_provider>(
+      std::vector<scripted_reply>{scripted_reply::tools({call("t", "echo", {{"x", 1}})}), scripted_reply::text("bye")});
   runtime rt({.provider = model});
   rt.tools().add(make_tool("echo", [](const json::object& a, const tool_context&) { return json::value(a); }));
   agent a = rt.spawn_agent({.id = "a", .model = "m", .tools = {"echo"}});

@@ -27,9 +27,12 @@ TEST_CASE("200 turns with tool calls under a small budget, with summaries") {
     return scripted_reply::tools({call("t", "lookup", {{"key", question_in(s)}})});
   });
   runtime rt({.provider = model});
-  rt.tools().add(make_tool("lookup", [](const json::object& a, const tool_context&) {
-    return json::value{{"key", a.at("key")}, {"value", std::string(200, 'v')}};
-  }, false));
+  rt.tools().add(make_tool(
+      "lookup",
+      [](const json::object& a, const tool_context&) {
+        return json::value{{"key", a.at("key")}, {"value", std::string(200, 'v')}};
+      },
+      false));
   agent_spec spec{.id = "long", .model = "m", .system_prompt = "Answer from the lookup.", .tools = {"lookup"}};
   spec.context.max_input_tokens = 1200;
   spec.context.reserve_output_tokens = 200;
@@ -38,7 +41,8 @@ TEST_CASE("200 turns with tool calls under a small budget, with summaries") {
   agent a = rt.spawn_agent(spec);
 
   for (int turn = 0; turn < 200; ++turn)
-    REQUIRE(answer_of(must_reply(a.ask("Question number " + std::to_string(turn) + "?"))).rfind("The lookup said", 0) == 0);
+    REQUIRE(answer_of(must_reply(a.ask("Question number " + std::to_string(turn) + "?"))).rfind("The lookup said", 0) ==
+            0);
 
   std::lock_guard lock(m);
   std::size_t conversation_calls = 0, with_summary = 0;

@@ -6,14 +6,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <csignal>
 #include <filesystem>
 #include <map>
 #include <random>
 #include <set>
-#include <sys/wait.h>
 #include <thread>
-#include <unistd.h>
 
 using namespace troupe;
 
@@ -113,7 +113,8 @@ TEST_CASE("a process killed at random moments loses no committed entry and recov
     for (const entry* e : t->of_kind("message"))
       if (e->payload.at("role") == "user") {
         ++user_turns;
-        CHECK(string_field(e->payload, "content") == "turn " + std::to_string(user_turns));  // the conversation continues
+        CHECK(string_field(e->payload, "content") ==
+              "turn " + std::to_string(user_turns));  // the conversation continues
       }
     CHECK(user_turns >= turns_seen);
     turns_seen = user_turns;

@@ -22,9 +22,8 @@ agent_stats stats_of(runtime& rt, const std::string& agent_id) {
   REQUIRE(a);
   caf::scoped_actor self{*rt.internals().system};
   agent_stats out;
-  self->request(*a, patience, stats_atom::value).receive([&](const agent_stats& s) { out = s; }, [](caf::error&) {
-    FAIL("the agent did not answer");
-  });
+  self->request(*a, patience, stats_atom::value)
+      .receive([&](const agent_stats& s) { out = s; }, [](caf::error&) { FAIL("the agent did not answer"); });
   return out;
 }
 
@@ -80,7 +79,8 @@ TEST_CASE("a callback that throws ends its request with callback_failed; the run
 
 TEST_CASE("a broker that dies ends the requests it held and is replaced") {
   auto sink = std::make_shared<recording_sink>();
-  auto model = std::make_shared<scripted_provider>(std::vector<scripted_reply>{stalls(), scripted_reply::text("again")});
+  auto model =
+      std::make_shared<scripted_provider>(std::vector<scripted_reply>{stalls(), scripted_reply::text("again")});
   runtime rt({.provider = model, .telemetry = sink, .scheduler_threads = 1});
   agent a = rt.spawn_agent({.id = "a", .model = "m"});
   gate streaming;
@@ -201,8 +201,7 @@ TEST_CASE("a request never goes to an executor that has died") {
     self->send_exit(dead, caf::exit_reason::kill);
     self->wait_for(dead);
     // Asked right after its death, before anything else noticed it.
-    CHECK(answer_of(must_reply(a.ask("round " + std::to_string(round)))) ==
-          "echo: round " + std::to_string(round));
+    CHECK(answer_of(must_reply(a.ask("round " + std::to_string(round)))) == "echo: round " + std::to_string(round));
   }
 }
 

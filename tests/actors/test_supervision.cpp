@@ -29,8 +29,8 @@ agent_actor current_actor(runtime& rt, const std::string& id) {
 
 TEST_CASE("a crashed agent is restarted with its thread, and its request fails with a typed error") {
   auto sink = std::make_shared<recording_sink>();
-  auto model = std::make_shared<scripted_provider>(std::vector<scripted_reply>{
-      scripted_reply::text("first answer"), stalls(), scripted_reply::text("I remember")});
+  auto model = std::make_shared<scripted_provider>(
+      std::vector<scripted_reply>{scripted_reply::text("first answer"), stalls(), scripted_reply::text("I remember")});
   runtime rt({.provider = model, .telemetry = sink});
   agent a = rt.spawn_agent({.id = "a", .model = "m", .restart = restart_policy::permanent});
   CHECK(answer_of(must_reply(a.ask("remember 42"))) == "first answer");
@@ -63,8 +63,8 @@ TEST_CASE("a crashed agent is restarted with its thread, and its request fails w
 TEST_CASE("a tool call in flight when the agent died gets an interrupted result when its thread is loaded again") {
   auto sink = std::make_shared<recording_sink>();
   gate tool_running, release;
-  auto model = std::make_shared<scripted_provider>(std::vector<scripted_reply>{
-      scripted_reply::tools({call("t", "hold")}), scripted_reply::text("recovered")});
+  auto model = std::make_shared<scripted_provider>(
+      std::vector<scripted_reply>{scripted_reply::tools({call("t", "hold")}), scripted_reply::text("recovered")});
   runtime rt({.provider = model, .telemetry = sink});
   rt.tools().add(make_tool("hold", [&](const json::object&, const tool_context&) {
     tool_running.open();
@@ -124,8 +124,8 @@ TEST_CASE("a crashed executor becomes an error result, never a hung request") {
   auto sink = std::make_shared<recording_sink>();
 
   SECTION("the model executor") {
-    auto model = std::make_shared<scripted_provider>(
-        std::vector<scripted_reply>{stalls(), scripted_reply::text("works again")});
+    auto model =
+        std::make_shared<scripted_provider>(std::vector<scripted_reply>{stalls(), scripted_reply::text("works again")});
     runtime rt({.provider = model, .telemetry = sink, .executors = 1});
     agent a = rt.spawn_agent({.id = "a", .model = "m"});
     gate streaming;
@@ -195,10 +195,11 @@ TEST_CASE("shutting down ends requests in flight with a shutdown error") {
 
 TEST_CASE("telemetry reports a request with its correlation ids") {
   auto sink = std::make_shared<recording_sink>();
-  auto model = std::make_shared<scripted_provider>(std::vector<scripted_reply>{
-      scripted_reply::tools({call("t", "noop")}), scripted_reply::text("ok")});
+  auto model = std::make_shared<scripted_provider>(
+      std::vector<scripted_reply>{scripted_reply::tools({call("t", "noop")}), scripted_reply::text("ok")});
   runtime rt({.provider = model, .telemetry = sink});
-  rt.tools().add(make_tool("noop", [](const json::object&, const tool_context&) { return json::value(); }, false));
+  rt.tools().add(make_tool(
+      "noop", [](const json::object&, const tool_context&) { return json::value(); }, false));
   agent a = rt.spawn_agent({.id = "a", .model = "m", .tools = {"noop"}});
   const request r = a.ask("go");
   must_reply(r);
@@ -233,7 +234,8 @@ class failing_store final : public thread_store {
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override {
     if (broken) return store_error{"io", "no space left on device"};
     auto written = inner_.append(t, expected_rev);
-    if (written && lose_next_answer.exchange(false)) return store_error{"io", "server closed the connection unexpectedly"};
+    if (written && lose_next_answer.exchange(false))
+      return store_error{"io", "server closed the connection unexpectedly"};
     return written;
   }
   std::vector<std::string> list() override { return inner_.list(); }
@@ -252,7 +254,8 @@ TEST_CASE("a store that cannot be written fails the request and keeps memory and
     return scripted_reply::tools({call("t", "noop")});
   });
   runtime rt({.provider = model, .store = store});
-  rt.tools().add(make_tool("noop", [](const json::object&, const tool_context&) { return json::value(1); }, false));
+  rt.tools().add(make_tool(
+      "noop", [](const json::object&, const tool_context&) { return json::value(1); }, false));
   agent a = rt.spawn_agent({.id = "a", .model = "m", .tools = {"noop"}});
   CHECK(answer_of(must_reply(a.ask("first"))) == "done");
 

@@ -8,22 +8,21 @@
 
 #include "support/fixtures.hpp"
 
-#include <cstdio>
-#include <iostream>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <csignal>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
 
 using namespace troupe::testing;
 namespace json = boost::json;
 
 namespace {
-
 
 struct run_result {
   int exit_code;
@@ -51,8 +50,8 @@ struct key_in_env {
 TEST_CASE("troupe ask against an OpenAI-compatible server") {
   key_in_env key;
   http_test_server server;
-  const std::string common = "--model openai:test-model --base-url " + server.base_url() +
-                             "/v1 --api-key-env TROUPE_TEST_KEY --retries 1 ";
+  const std::string common =
+      "--model openai:test-model --base-url " + server.base_url() + "/v1 --api-key-env TROUPE_TEST_KEY --retries 1 ";
 
   SECTION("the answer streams to stdout") {
     server.respond(scripted_http_response::sse(fixture("openai_text.sse"), 16));
@@ -109,7 +108,7 @@ TEST_CASE("troupe ask against an Anthropic server, with a tool the model may not
   server.respond(scripted_http_response::sse(fixture("anthropic_tool_use.sse")));
   server.respond(scripted_http_response::sse(fixture("anthropic_text.sse")));
   const run_result r = run_troupe("ask --json --model anthropic:claude-test --base-url " + server.base_url() +
-                              " --api-key-env TROUPE_TEST_KEY 'Weather in Lisbon?'");
+                                  " --api-key-env TROUPE_TEST_KEY 'Weather in Lisbon?'");
   CHECK(r.exit_code == 0);
   const json::value v = json::parse(r.out);
   CHECK(v.at("answer") == "Hello!");
@@ -127,7 +126,8 @@ TEST_CASE("troupe chat keeps the conversation across questions") {
   http_test_server server;
   server.respond(scripted_http_response::sse(fixture("openai_text.sse")));
   server.respond(scripted_http_response::sse(fixture("openai_text.sse")));
-  const auto questions = std::filesystem::temp_directory_path() / ("troupe-chat-" + std::to_string(::getpid()) + ".txt");
+  const auto questions =
+      std::filesystem::temp_directory_path() / ("troupe-chat-" + std::to_string(::getpid()) + ".txt");
   std::ofstream(questions) << "first question\n/thread\nsecond question\n";
   const run_result r = run_troupe("chat --store memory: --model openai:m --base-url " + server.base_url() +
                                   "/v1 --api-key-env TROUPE_TEST_KEY < " + questions.string());
@@ -154,12 +154,15 @@ TEST_CASE("Ctrl-C in troupe chat cancels the answer, not the chat") {
     ::close(to_child[1]);
     ::close(from_child[0]);
     const std::string path = script.string();
-    ::execl(TROUPE_BINARY, TROUPE_BINARY, "chat", "--store", "memory:", "--script", path.c_str(), static_cast<char*>(nullptr));
+    ::execl(TROUPE_BINARY, TROUPE_BINARY, "chat", "--store", "memory:", "--script", path.c_str(),
+            static_cast<char*>(nullptr));
     ::_exit(127);
   }
   ::close(to_child[0]);
   ::close(from_child[1]);
-  auto say = [&](const std::string& line) { REQUIRE(::write(to_child[1], line.data(), line.size()) == static_cast<ssize_t>(line.size())); };
+  auto say = [&](const std::string& line) {
+    REQUIRE(::write(to_child[1], line.data(), line.size()) == static_cast<ssize_t>(line.size()));
+  };
   std::string out;
   auto read_until = [&](const std::string& text) {
     char buf[256];
@@ -192,8 +195,9 @@ TEST_CASE("troupe simulate against a model server") {
   key_in_env key;
   http_test_server server;
   for (int i = 0; i < 10; ++i) server.respond(scripted_http_response::sse(fixture("openai_text.sse")));
-  const run_result r = run_troupe("simulate --agents 5 --turns 2 --concurrency 2 --model openai:m --base-url " +
-                                  server.base_url() + "/v1 --api-key-env TROUPE_TEST_KEY --question 'Hi from {agent}' --json");
+  const run_result r =
+      run_troupe("simulate --agents 5 --turns 2 --concurrency 2 --model openai:m --base-url " + server.base_url() +
+                 "/v1 --api-key-env TROUPE_TEST_KEY --question 'Hi from {agent}' --json");
   CHECK(r.exit_code == 0);
   const json::value v = json::parse(r.out);
   CHECK(v.at("turns_completed") == 10);
@@ -234,7 +238,8 @@ TEST_CASE("the context options cut each call's context, and /context shows it") 
                                   questions.string());
   std::filesystem::remove(questions);
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::Contains("context: ") && Catch::Contains("of 375 tokens") && Catch::Contains("older entries left out"));
+  CHECK_THAT(r.out, Catch::Contains("context: ") && Catch::Contains("of 375 tokens") &&
+                        Catch::Contains("older entries left out"));
   // The third call carried only its own question.
   const json::value third = json::parse(server.requests().at(2).body);
   REQUIRE(third.at("messages").as_array().size() == 1);
@@ -273,12 +278,11 @@ TEST_CASE("troupe refuses what it cannot do, clearly") {
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.out, Catch::Contains("network"));
   }
-  SECTION("a bad flag") {
-    CHECK(run_troupe("ask --frobnicate hi").exit_code != 0);
-  }
+  SECTION("a bad flag") { CHECK(run_troupe("ask --frobnicate hi").exit_code != 0); }
   SECTION("a store it cannot use") {
     const run_result r = run_troupe("ask --store postgres://troupe@127.0.0.1:1/x --script " +
-                                    std::string(TROUPE_EXAMPLES_DIR) + "/scripts/calculator.json hi", true);
+                                        std::string(TROUPE_EXAMPLES_DIR) + "/scripts/calculator.json hi",
+                                    true);
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.out, Catch::Contains("cannot connect to PostgreSQL"));
     const run_result unknown = run_troupe("threads list --store mysql://x", true);
@@ -286,15 +290,16 @@ TEST_CASE("troupe refuses what it cannot do, clearly") {
     CHECK_THAT(unknown.out, Catch::Contains("unknown store mysql://x"));
   }
   SECTION("an unknown tool") {
-    const run_result r = run_troupe("ask --script " + std::string(TROUPE_EXAMPLES_DIR) + "/scripts/calculator.json --tool nope hi", true);
+    const run_result r = run_troupe(
+        "ask --script " + std::string(TROUPE_EXAMPLES_DIR) + "/scripts/calculator.json --tool nope hi", true);
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.out, Catch::Contains("unknown tools: nope"));
   }
 }
 
 TEST_CASE("troupe ask offline with a scripted model and the calculator") {
-  const run_result r =
-      run_troupe("ask --json --script " + std::string(TROUPE_EXAMPLES_DIR) + "/scripts/calculator.json --tool calculator 'What is 12.5 * 8 + 3?'");
+  const run_result r = run_troupe("ask --json --script " + std::string(TROUPE_EXAMPLES_DIR) +
+                                  "/scripts/calculator.json --tool calculator 'What is 12.5 * 8 + 3?'");
   CHECK(r.exit_code == 0);
   const json::value v = json::parse(r.out);
   CHECK(v.at("answer") == "12.5 \xC3\x97 8 + 3 = 103.");
@@ -318,8 +323,8 @@ struct temp_db {
 
 // A scripted model that answers every question with one line.
 struct echo_script {
-  std::filesystem::path path = std::filesystem::temp_directory_path() /
-                               ("troupe-cli-script-" + std::to_string(::getpid()) + ".json");
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("troupe-cli-script-" + std::to_string(::getpid()) + ".json");
   echo_script() { std::ofstream(path) << R"([{"text": "Noted."}])"; }
   ~echo_script() { std::filesystem::remove(path); }
   std::string flags() const { return "--script " + path.string(); }
@@ -337,8 +342,8 @@ json::value run_json(const std::string& args) {
 TEST_CASE("troupe ask --user continues that user's conversation on a durable store") {
   temp_db db;
   echo_script script;
-  const std::string as_ana = "ask --json --store " + db.uri() + " " + script.flags() +
-                             " --user ana --platform telegram --chat-id 42 ";
+  const std::string as_ana =
+      "ask --json --store " + db.uri() + " " + script.flags() + " --user ana --platform telegram --chat-id 42 ";
   const json::value first = run_json(as_ana + "'Remember the number 7.'");
   const json::value second = run_json(as_ana + "'Which number?'");
   CHECK(second.at("conversation_id") == first.at("conversation_id"));
@@ -411,7 +416,8 @@ TEST_CASE("troupe threads and troupe conversations manage what is stored") {
   SECTION("an archived conversation leaves the list, and its chat starts afresh") {
     CHECK(run_json("conversations archive " + conv_id + store).at("conversation").at("archived") == true);
     CHECK(run_json("conversations list --user bo" + store).at("conversations").as_array().empty());
-    const json::value next = run_json("ask --json --store " + db.uri() + " " + script.flags() + " --user bo --chat-id c1 hi");
+    const json::value next =
+        run_json("ask --json --store " + db.uri() + " " + script.flags() + " --user bo --chat-id c1 hi");
     CHECK(next.at("conversation_id").as_string() != conv_id);
     CHECK(next.at("entries").as_array().size() == 2);
   }
@@ -430,7 +436,8 @@ TEST_CASE("troupe ask continues a conversation kept in PostgreSQL") {
   }
   echo_script script;
   const std::string user = "pg-" + std::to_string(::getpid());
-  const std::string as_user = "ask --json --store " + std::string(server) + " " + script.flags() + " --user " + user + " ";
+  const std::string as_user =
+      "ask --json --store " + std::string(server) + " " + script.flags() + " --user " + user + " ";
   const json::value first = run_json(as_user + "'First question'");
   const json::value second = run_json(as_user + "'Second question'");
   CHECK(second.at("conversation_id") == first.at("conversation_id"));

@@ -85,8 +85,7 @@ TEST_CASE("50 agents x 3 turns against a local model server") {
   CHECK(r.errors_by_type.empty());
   // Each turn's question went out with its placeholders filled in.
   bool saw = false;
-  for (const auto& req : server.requests())
-    saw = saw || req.body.find("Turn 3 of agent 49") != std::string::npos;
+  for (const auto& req : server.requests()) saw = saw || req.body.find("Turn 3 of agent 49") != std::string::npos;
   CHECK(saw);
 }
 

@@ -8,10 +8,16 @@ namespace json = boost::json;
 
 TEST_CASE("every directive serialises to JSON with its type and fields") {
   SECTION("llm_stream") {
-    llm_stream s{"c1", "m", {llm_message{"system", "sys", {}, {}, {}},
-                             llm_message{"assistant", "", {tool_call{"t1", "x", {{"a", 1}}, {}}}, {}, {}},
-                             llm_message{"tool", "42", {}, "t1", "x"}},
-                 make_tool_set({tool_spec{"x", "does x", {{"type", "object"}}}}), {}, "r1", 2, {}};
+    llm_stream s{"c1",
+                 "m",
+                 {llm_message{"system", "sys", {}, {}, {}},
+                  llm_message{"assistant", "", {tool_call{"t1", "x", {{"a", 1}}, {}}}, {}, {}},
+                  llm_message{"tool", "42", {}, "t1", "x"}},
+                 make_tool_set({tool_spec{"x", "does x", {{"type", "object"}}}}),
+                 {},
+                 "r1",
+                 2,
+                 {}};
     s.params.max_tokens = 64;
     const json::value v = to_json(directive{s});
     CHECK(v.at("type") == "llm_stream");
@@ -24,8 +30,7 @@ TEST_CASE("every directive serialises to JSON with its type and fields") {
     CHECK(!v.at("messages").at(0).as_object().contains("tool_calls"));
   }
   SECTION("tool_exec") {
-    const json::value v =
-        to_json(directive{tool_exec{"c1", "t1", "x", {{"a", 1}}, 5000, "r1", 1}});
+    const json::value v = to_json(directive{tool_exec{"c1", "t1", "x", {{"a", 1}}, 5000, "r1", 1}});
     CHECK(v.at("type") == "tool_exec");
     CHECK(v.at("tool_call_id") == "t1");
     CHECK(v.at("timeout_ms") == 5000);
@@ -35,8 +40,7 @@ TEST_CASE("every directive serialises to JSON with its type and fields") {
     CHECK(ok.at("answer") == "hi");
     CHECK(ok.at("usage").at("output_tokens") == 2);
     CHECK(!ok.as_object().contains("error"));
-    const json::value err =
-        to_json(directive{reply{"r1", error_info::of(error_type::timeout, "slow", 3), {}, 2}});
+    const json::value err = to_json(directive{reply{"r1", error_info::of(error_type::timeout, "slow", 3), {}, 2}});
     CHECK(err.at("error").at("type") == "timeout");
     CHECK(err.at("error").at("attempts") == 3);
     CHECK(!err.as_object().contains("answer"));

@@ -23,9 +23,12 @@ std::vector<signal> one_of_each() {
       query{"r2", "", "plain", {}},
       llm_delta{"c1", "Hel", "thinking…"},
       llm_result{"c1", llm_completion{"Hello", "", {}, token_usage{12, 3}, "stop"}},
-      llm_result{"c2", llm_completion{"", "", {tool_call{"t1", "search", {{"q", "x"}}, std::nullopt},
-                                               tool_call{"t2", "calc", {}, std::string("{bad")}},
-                                      std::nullopt, "tool_calls"}},
+      llm_result{"c2", llm_completion{"",
+                                      "",
+                                      {tool_call{"t1", "search", {{"q", "x"}}, std::nullopt},
+                                       tool_call{"t2", "calc", {}, std::string("{bad")}},
+                                      std::nullopt,
+                                      "tool_calls"}},
       llm_result{"c3", error_info{"rate_limited", "slow down", 429, 4, 2.5}},
       tool_result{"c2", "t1", "search", json::parse(R"({"hits":[1,2],"next":null})")},
       tool_result{"c2", "t3", "noop", json::value(nullptr)},
@@ -122,19 +125,15 @@ TEST_CASE("bad envelopes give a typed error that names the field") {
     CHECK(e.field == "data.text");
     CHECK(e.message == "expected a string");
   }
-  SECTION("a required field that is null") {
-    CHECK(error_of(query_with("text", nullptr)).field == "data.text");
-  }
-  SECTION("an empty request id") {
-    CHECK(error_of(query_with("request_id", "")).field == "data.request_id");
-  }
+  SECTION("a required field that is null") { CHECK(error_of(query_with("text", nullptr)).field == "data.text"); }
+  SECTION("an empty request id") { CHECK(error_of(query_with("request_id", "")).field == "data.request_id"); }
   SECTION("nested fields name their whole path") {
     CHECK(error_of(query_with("overrides", json::object{{"max_iterations", "ten"}})).field ==
           "data.overrides.max_iterations");
     CHECK(error_of(query_with("overrides", json::object{{"max_iterations", 0}})).field ==
           "data.overrides.max_iterations");
-    CHECK(error_of(query_with("overrides", json::object{{"params", {{"stop", json::array{"a", 1}}}}}))
-              .field == "data.overrides.params.stop[1]");
+    CHECK(error_of(query_with("overrides", json::object{{"params", {{"stop", json::array{"a", 1}}}}})).field ==
+          "data.overrides.params.stop[1]");
     json::value r = envelope_json(llm_result{"c", llm_completion{"", "", {tool_call{"t", "x", {}, {}}}, {}, ""}});
     r.as_object()["data"].as_object()["tool_calls"].as_array()[0].as_object()["name"] = true;
     CHECK(error_of(r).field == "data.tool_calls[0].name");
@@ -163,9 +162,7 @@ TEST_CASE("bad envelopes give a typed error that names the field") {
     v.as_object()["data"].as_object()["error"].as_object().erase("type");
     CHECK(error_of(v).field == "data.error.type");
   }
-  SECTION("not an object at all") {
-    CHECK(error_of(json::array{1}).message == "expected an object");
-  }
+  SECTION("not an object at all") { CHECK(error_of(json::array{1}).message == "expected an object"); }
 }
 
 TEST_CASE("malformed JSON is a decode error, not an exception") {
@@ -212,7 +209,8 @@ TEST_CASE("usage that was not reported is null, never zero") {
     CHECK(json::serialize(to_json(token_usage{3, 4})) == R"({"input_tokens":3,"output_tokens":4})");
   }
   SECTION("a negative count of calls without usage is refused") {
-    const auto e = decode_usage(json::parse(R"({"input_tokens":1,"output_tokens":1,"calls_without_usage":-1})"), "usage");
+    const auto e =
+        decode_usage(json::parse(R"({"input_tokens":1,"output_tokens":1,"calls_without_usage":-1})"), "usage");
     REQUIRE(!e);
     CHECK(e.error().field == "usage.calls_without_usage");
   }

@@ -9,7 +9,8 @@ using namespace troupe;
 namespace json = boost::json;
 
 TEST_CASE("the json reader keeps the first error and its path") {
-  const json::value v = json::parse(R"({"s":"x","n":3,"f":2.0,"d":2.5,"b":true,"nul":null,"o":{},"big":18446744073709551615})");
+  const json::value v =
+      json::parse(R"({"s":"x","n":3,"f":2.0,"d":2.5,"b":true,"nul":null,"o":{},"big":18446744073709551615})");
   json_reader r(v, "root");
 
   SECTION("fields of the right type are read") {

@@ -58,9 +58,10 @@ TEST_CASE("doubles are written as the shortest decimal that reads back the same"
 
 TEST_CASE("everything but doubles is written as Boost.JSON writes it") {
   SECTION("integers, booleans and null") {
-    for (const json::value& v : {json::value(0), json::value(-42), json::value(std::numeric_limits<std::int64_t>::min()),
-                                 json::value(std::numeric_limits<std::uint64_t>::max()), json::value(true),
-                                 json::value(false), json::value(nullptr)})
+    for (const json::value& v :
+         {json::value(0), json::value(-42), json::value(std::numeric_limits<std::int64_t>::min()),
+          json::value(std::numeric_limits<std::uint64_t>::max()), json::value(true), json::value(false),
+          json::value(nullptr)})
       CHECK(json_text(v) == json::serialize(v));
   }
   SECTION("strings: every byte escaped as Boost escapes it") {

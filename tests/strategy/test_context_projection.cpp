@@ -31,9 +31,13 @@ thread random_thread(std::mt19937& rng, std::size_t turns) {
       const int n = 1 + pick(rng) % 3;
       for (int k = 0; k < n; ++k) t.append(tcall(cid, cid + "-" + std::to_string(k)), 1, ids);
       if (pick(rng) == 0) t.append(entry_draft{"note", {{"text", "internal"}}, {}}, 1, ids);
-      for (int k = 0; k < n; ++k) t.append(tresult(cid, cid + "-" + std::to_string(k), boost::json::value(std::string(10 + pick(rng) * 30, 'r'))), 1, ids);
+      for (int k = 0; k < n; ++k)
+        t.append(tresult(cid, cid + "-" + std::to_string(k), boost::json::value(std::string(10 + pick(rng) * 30, 'r'))),
+                 1, ids);
     }
-    t.append(msg("assistant", "answer " + std::to_string(turn) + std::string(pick(rng) * 20, 'a'), "c" + std::to_string(++call)), 1, ids);
+    t.append(msg("assistant", "answer " + std::to_string(turn) + std::string(pick(rng) * 20, 'a'),
+                 "c" + std::to_string(++call)),
+             1, ids);
     if (pick(rng) == 0 && t.size() > 4) t.append(summary_of(0, t.size() - 3, "what happened so far"), 1, ids);
   }
   return t;
@@ -108,8 +112,9 @@ TEST_CASE("a projection that reuses an earlier one's units is the same as a fres
     p.reserve_output_tokens = 100;
     p.keep_last_turns = rng() % 4;
     // An earlier projection, of the thread as it was some entries ago.
-    const thread earlier = *thread::restore(t.id(), t.size() / 2, 0, 0, {},
-                                            std::vector<entry>(t.entries().begin(), t.entries().begin() + static_cast<std::ptrdiff_t>(t.size() / 2)));
+    const thread earlier = *thread::restore(
+        t.id(), t.size() / 2, 0, 0, {},
+        std::vector<entry>(t.entries().begin(), t.entries().begin() + static_cast<std::ptrdiff_t>(t.size() / 2)));
     unit_cache cache, next;
     project(earlier, p, {}, "sys", nullptr, &cache);
     const projection reused = project(t, p, {}, "sys", &cache, &next);
@@ -213,7 +218,8 @@ TEST_CASE("tool results that are still pending complete their unit") {
   sequential_ids ids;
   thread t("t");
   t.append({msg("user", "look it up"), tcall("c1", "a"), tcall("c1", "b")}, 1, ids);
-  const std::vector<entry_draft> pending{tresult("c1", "a", boost::json::value(std::string(20, 'r'))), tresult("c1", "b", boost::json::value(std::string(20, 'r')))};
+  const std::vector<entry_draft> pending{tresult("c1", "a", boost::json::value(std::string(20, 'r'))),
+                                         tresult("c1", "b", boost::json::value(std::string(20, 'r')))};
   context_policy p;
   p.max_input_tokens = 10;  // far too small: the pending unit is sent anyway
   p.reserve_output_tokens = 0;
@@ -241,8 +247,8 @@ TEST_CASE("presets and resolution") {
   context_overrides request;
   request.max_input_tokens = 3000;
   const context_policy p = resolve_policy(context_policy::tool_focused(), state, request);
-  CHECK(p.max_input_tokens == 3000);  // the request wins
-  CHECK(p.keep_last_turns == 7);      // then the agent's state
+  CHECK(p.max_input_tokens == 3000);                                                       // the request wins
+  CHECK(p.keep_last_turns == 7);                                                           // then the agent's state
   CHECK(p.reserve_output_tokens == context_policy::tool_focused().reserve_output_tokens);  // then its config
   context_overrides summarize;
   summarize.summarize = true;

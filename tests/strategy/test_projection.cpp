@@ -9,7 +9,6 @@ using namespace troupe;
 using namespace troupe::testing;
 namespace json = boost::json;
 
-
 TEST_CASE("the projection of a whole thread") {
   sequential_ids ids;
   thread t("t");

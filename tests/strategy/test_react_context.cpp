@@ -37,10 +37,10 @@ TEST_CASE("each model call carries how its context was projected") {
   CHECK(s.context.basis_rev == 4);
   CHECK(s.context.entries_total == 4);
   CHECK(s.context.pending_count == 1);
-  CHECK(s.context.truncated);          // r1 fell out of the last two turns
-  CHECK(!s.context.needs_summary);     // summaries are not requested
+  CHECK(s.context.truncated);       // r1 fell out of the last two turns
+  CHECK(!s.context.needs_summary);  // summaries are not requested
   CHECK(s.context.dropped_to_seq == 1);
-  REQUIRE(s.messages.size() == 4);     // system, r2's question and answer, r3's question
+  REQUIRE(s.messages.size() == 4);  // system, r2's question and answer, r3's question
   CHECK(s.messages[1].content == "question r2");
 }
 

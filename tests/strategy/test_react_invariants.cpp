@@ -39,8 +39,7 @@ class fuzzer {
 
   tool_call random_call(int i) {
     static const char* names[] = {"search", "lookup", "missing"};
-    tool_call c = call(pick(6) == 0 ? "" : "tc" + std::to_string(pick(4) + i), names[pick(3)],
-                       {{"i", i}});
+    tool_call c = call(pick(6) == 0 ? "" : "tc" + std::to_string(pick(4) + i), names[pick(3)], {{"i", i}});
     if (pick(8) == 0) c.invalid_arguments = "{oops";
     return c;
   }
@@ -62,8 +61,10 @@ class fuzzer {
       case 3: {
         const std::string call_id = pick(6) ? s.call_id : "stale";
         switch (pick(4)) {
-          case 0: return answer(call_id, "done", token_usage{pick(5), pick(5)});
-          case 1: return llm_result{call_id, error_info{"server", "boom", 500, 1, {}}};
+          case 0:
+            return answer(call_id, "done", token_usage{pick(5), pick(5)});
+          case 1:
+            return llm_result{call_id, error_info{"server", "boom", 500, 1, {}}};
           default: {
             std::vector<tool_call> calls;
             for (int i = 0, n = 1 + pick(4); i < n; ++i) calls.push_back(random_call(i));
@@ -78,12 +79,10 @@ class fuzzer {
       case 8:
       case 9:
       case 10: {
-        if (s.tool_calls.empty() || pick(8) == 0)
-          return tool_result{s.call_id, "nobody", "search", json::value(1)};
+        if (s.tool_calls.empty() || pick(8) == 0) return tool_result{s.call_id, "nobody", "search", json::value(1)};
         const pending_tool_call& p = s.tool_calls[pick(static_cast<int>(s.tool_calls.size()))];
         if (pick(3) == 0)
-          return tool_result{s.call_id, p.call.id, p.call.name,
-                             error_info::of(error_type::tool_failed, "it broke")};
+          return tool_result{s.call_id, p.call.id, p.call.name, error_info::of(error_type::tool_failed, "it broke")};
         return tool_result{s.call_id, p.call.id, p.call.name, json::value(pick(100))};
       }
       default:
@@ -136,8 +135,7 @@ class fuzzer {
         REQUIRE(x->request_id == after.request_id);
       } else if (const auto* x = std::get_if<cancel_call>(&d)) {
         REQUIRE(x->call_id == before.call_id);
-        if (!x->tool_call_id.empty())
-          REQUIRE(calls_.count({x->call_id, x->tool_call_id}) == 1);
+        if (!x->tool_call_id.empty()) REQUIRE(calls_.count({x->call_id, x->tool_call_id}) == 1);
       } else if (const auto* x = std::get_if<reply>(&d)) {
         REQUIRE(x->request_id == before.request_id);
         REQUIRE(before.busy());

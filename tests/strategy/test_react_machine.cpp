@@ -153,8 +153,8 @@ TEST_CASE("a result for a call that is not current is ignored") {
 TEST_CASE("tool calls are committed and executed") {
   harness h;
   const llm_stream s = h.ask("r1", "look things up");
-  const auto out = h.feed(wants_tools(
-      s.call_id, {call("a", "search", {{"q", "x"}}), call("b", "lookup", {{"id", 7}})}));
+  const auto out =
+      h.feed(wants_tools(s.call_id, {call("a", "search", {{"q", "x"}}), call("b", "lookup", {{"id", 7}})}));
 
   SECTION("one tool_call entry per call, with correlation refs") {
     const auto calls = h.history().of_kind(entry_kind::tool_call);
@@ -215,8 +215,7 @@ TEST_CASE("parallel tool results arriving out of order are committed in call ord
 TEST_CASE("tool results that do not belong are ignored") {
   harness h;
   const llm_stream s = h.ask("r1", "go");
-  const auto execs =
-      all_of_type<tool_exec>(h.feed(wants_tools(s.call_id, {call("a", "search"), call("b", "search")})));
+  const auto execs = all_of_type<tool_exec>(h.feed(wants_tools(s.call_id, {call("a", "search"), call("b", "search")})));
 
   SECTION("an unknown tool_call_id") {
     CHECK(h.feed(tool_result{s.call_id, "zzz", "search", json::value("x")}).empty());
@@ -320,8 +319,7 @@ TEST_CASE("past max_iterations the request ends instead of calling the model aga
     q.overrides.max_iterations = 1;
     s = only<llm_stream>(h.feed(q));
     exec = only<tool_exec>(h.feed(wants_tools(s.call_id, {call("c", "search")})));
-    CHECK(std::get<error_info>(only<reply>(h.feed(result_of(exec, 3))).outcome).type ==
-          "max_iterations");
+    CHECK(std::get<error_info>(only<reply>(h.feed(result_of(exec, 3))).outcome).type == "max_iterations");
   }
 }
 

@@ -78,9 +78,7 @@ TEST_CASE("a snapshot stays unchanged while the thread keeps growing") {
     CHECK(first == t.at_seq(0));
     CHECK(&*snap.entries().begin() == t.at_seq(0));
   }
-  SECTION("the thread's own stats moved on") {
-    CHECK(t.stats().count("note") == 1001);
-  }
+  SECTION("the thread's own stats moved on") { CHECK(t.stats().count("note") == 1001); }
 }
 
 TEST_CASE("a snapshot can be read on another OS thread while the owner appends") {
@@ -126,9 +124,7 @@ TEST_CASE("queries over the entries") {
   t.append({message("user", "q1", {{"request_id", "r1"}}),
             entry_draft{"tool_call", {{"name", "x"}}, {{"request_id", "r1"}, {"tool_call_id", "c1"}}},
             entry_draft{"tool_result", {{"name", "x"}, {"result", 1}}, {{"request_id", "r1"}, {"tool_call_id", "c1"}}},
-            message("assistant", "a1", {{"request_id", "r1"}}),
-            message("user", "q2", {{"request_id", "r2"}}),
-            note(5)},
+            message("assistant", "a1", {{"request_id", "r1"}}), message("user", "q2", {{"request_id", "r2"}}), note(5)},
            1, ids);
 
   SECTION("last and entry at seq") {

@@ -11,9 +11,11 @@ namespace json = boost::json;
 TEST_CASE("a thread survives a JSON round trip") {
   sequential_ids ids;
   thread t("t1", 100, json::object{{"user_id", "u1"}});
-  t.append({entry_draft{"message", {{"role", "user"}, {"content", "héllo \"quoted\" \xF0\x9F\x98\x80"}}, {{"request_id", "r1"}}},
-            entry_draft{"tool_call", {{"name", "x"}, {"arguments", {{"a", 1.5}}}}, {{"tool_call_id", "c"}}}},
-           200, ids);
+  t.append(
+      {entry_draft{
+           "message", {{"role", "user"}, {"content", "héllo \"quoted\" \xF0\x9F\x98\x80"}}, {{"request_id", "r1"}}},
+       entry_draft{"tool_call", {{"name", "x"}, {"arguments", {{"a", 1.5}}}}, {{"tool_call_id", "c"}}}},
+      200, ids);
 
   const json::value v = to_json(t);
   auto back = decode_thread(json::parse(json::serialize(v)));
@@ -44,11 +46,12 @@ TEST_CASE("decoding a thread names the bad field") {
   CHECK(with([](json::object& o) { o.erase("id"); }).error().field == "id");
   CHECK(with([](json::object& o) { o["rev"] = "one"; }).error().field == "rev");
   CHECK(with([](json::object& o) { o["entries"] = 3; }).error().field == "entries");
-  CHECK(with([](json::object& o) { o["entries"].as_array()[0].as_object().erase("kind"); })
-            .error().field == "entries[0].kind");
-  CHECK(with([](json::object& o) { o["entries"].as_array()[0].as_object()["payload"] = json::array{}; })
-            .error().field == "entries[0].payload");
-  CHECK(with([](json::object& o) { o["entries"].as_array()[0].as_object()["seq"] = 4; })
-            .error().field == "entries[0].seq");
+  CHECK(with([](json::object& o) { o["entries"].as_array()[0].as_object().erase("kind"); }).error().field ==
+        "entries[0].kind");
+  CHECK(
+      with([](json::object& o) { o["entries"].as_array()[0].as_object()["payload"] = json::array{}; }).error().field ==
+      "entries[0].payload");
+  CHECK(with([](json::object& o) { o["entries"].as_array()[0].as_object()["seq"] = 4; }).error().field ==
+        "entries[0].seq");
   CHECK(decode_thread(json::value(42)).error().message == "expected an object");
 }

@@ -12,8 +12,10 @@ struct StringMaker<boost::system::result<T, E>> {
   static std::string convert(const boost::system::result<T, E>& r) {
     if (r) return "ok";
     const E& e = r.error();
-    if constexpr (requires { e.describe(); }) return "error: " + e.describe();
-    else return "error: " + e.type + ": " + e.message;
+    if constexpr (requires { e.describe(); })
+      return "error: " + e.describe();
+    else
+      return "error: " + e.type + ": " + e.message;
   }
 };
 template <>

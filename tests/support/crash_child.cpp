@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
     return scripted_reply::tools(
         {tool_call{"t1", "work", {{"step", 1}}, std::nullopt}, tool_call{"t2", "work", {{"step", 2}}, std::nullopt}});
   });
-  runtime rt({.provider = model, .store = std::make_shared<sqlite_store>(argv[1]),
+  runtime rt({.provider = model,
+              .store = std::make_shared<sqlite_store>(argv[1]),
               .telemetry = std::make_shared<log_sink>(false)});
   tool work;
   work.spec = {"work", "Does a little work.", {{"type", "object"}}};

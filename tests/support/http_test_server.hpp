@@ -166,7 +166,8 @@ class http_test_server {
     std::size_t content_length = 0;
     while (line_end != std::string::npos && line_end < head.size()) {
       const std::size_t next = head.find("\r\n", line_end + 2);
-      const std::string line = head.substr(line_end + 2, next == std::string::npos ? std::string::npos : next - line_end - 2);
+      const std::string line =
+          head.substr(line_end + 2, next == std::string::npos ? std::string::npos : next - line_end - 2);
       line_end = next;
       const auto colon = line.find(':');
       if (colon == std::string::npos) continue;

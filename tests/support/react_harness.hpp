@@ -30,8 +30,7 @@ inline tool_call call(std::string id, std::string name, boost::json::object args
   return {std::move(id), std::move(name), std::move(args), std::nullopt};
 }
 
-inline llm_result answer(std::string call_id, std::string text,
-                         std::optional<token_usage> u = std::nullopt) {
+inline llm_result answer(std::string call_id, std::string text, std::optional<token_usage> u = std::nullopt) {
   return {std::move(call_id), llm_completion{std::move(text), "", {}, u, "stop"}};
 }
 
@@ -62,8 +61,7 @@ T only(const std::vector<directive>& ds) {
 }
 
 struct harness {
-  explicit harness(react_config c = config_with_tools({"search", "lookup"}))
-      : config(std::move(c)) {}
+  explicit harness(react_config c = config_with_tools({"search", "lookup"})) : config(std::move(c)) {}
 
   std::vector<directive> feed(const signal& s) {
     last = rt.apply(config, s, now += 10, ids);

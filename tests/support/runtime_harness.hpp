@@ -75,8 +75,7 @@ inline reply must_reply(const request& r) {
 
 inline std::string answer_of(const reply& r) {
   INFO("reply: " << (r.ok() ? std::get<std::string>(r.outcome)
-                            : std::get<error_info>(r.outcome).type + ": " +
-                                  std::get<error_info>(r.outcome).message));
+                            : std::get<error_info>(r.outcome).type + ": " + std::get<error_info>(r.outcome).message));
   REQUIRE(r.ok());
   return std::get<std::string>(r.outcome);
 }
@@ -116,9 +115,7 @@ inline bool every_call_answered(const thread_view& t) {
   for (const entry* c : t.of_kind(entry_kind::tool_call)) {
     std::size_t results = 0;
     for (const entry* r : t.with_ref("tool_call_id", c->refs.at("tool_call_id")))
-      if (r->kind == entry_kind::tool_result &&
-          r->refs.at("call_id") == c->refs.at("call_id"))
-        ++results;
+      if (r->kind == entry_kind::tool_result && r->refs.at("call_id") == c->refs.at("call_id")) ++results;
     if (results != 1) return false;
   }
   return true;

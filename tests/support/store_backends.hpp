@@ -12,13 +12,13 @@
 
 #include <libpq-fe.h>
 
+#include <unistd.h>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <unistd.h>
 
 namespace troupe::testing {
 
@@ -38,9 +38,9 @@ struct memory_backend {
 
 struct sqlite_backend {
   static constexpr const char* name = "sqlite";
-  explicit sqlite_backend(sqlite_options options = {}) : store(std::make_shared<sqlite_store>(path.string(), options)) {}
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("troupe-store-" + unique_suffix() + ".db");
+  explicit sqlite_backend(sqlite_options options = {})
+      : store(std::make_shared<sqlite_store>(path.string(), options)) {}
+  std::filesystem::path path = std::filesystem::temp_directory_path() / ("troupe-store-" + unique_suffix() + ".db");
   std::shared_ptr<sqlite_store> store;
   bool ready() const { return true; }
   std::string why_not() const { return {}; }

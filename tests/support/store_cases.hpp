@@ -27,7 +27,8 @@ inline entry_draft said(std::string role, std::string content) {
   return {"message", {{"role", std::move(role)}, {"content", std::move(content)}}, {}};
 }
 inline entry_draft called(std::string tool_call_id) {
-  return {"tool_call", {{"name", "calculator"}, {"arguments", {{"expression", "1+1"}}}}, {{"tool_call_id", tool_call_id}}};
+  return {
+      "tool_call", {{"name", "calculator"}, {"arguments", {{"expression", "1+1"}}}}, {{"tool_call_id", tool_call_id}}};
 }
 
 // Appends and commits; the thread's rev before is the expected one.

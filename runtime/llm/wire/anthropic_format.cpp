@@ -157,8 +157,10 @@ llm_result decode_anthropic_response(const std::string& call_id, std::string_vie
       const auto block = o.element(*content, "content", i);
       if (!block) break;
       const std::string_view kind = block->text("type");
-      if (kind == "text") c.text += block->text("text");
-      else if (kind == "thinking") c.thinking += block->text("thinking");
+      if (kind == "text")
+        c.text += block->text("text");
+      else if (kind == "thinking")
+        c.thinking += block->text("thinking");
       else if (kind == "tool_use") {
         const json::value* input = block->value("input");
         c.tool_calls.push_back(assemble_tool_call(std::string(block->text("id")), std::string(block->text("name")),

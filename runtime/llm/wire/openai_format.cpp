@@ -1,8 +1,8 @@
 #include "runtime/llm/wire/openai_format.hpp"
 
 #include "runtime/llm/llm_errors.hpp"
-#include "signals/json_text.hpp"
 #include "runtime/llm/wire/json_fields.hpp"
+#include "signals/json_text.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -54,9 +54,9 @@ json::object openai_request_body(const llm_stream& request, bool stream) {
   if (request.tools && !request.tools->empty()) {
     json::array tools;
     for (const tool_spec& t : *request.tools)
-      tools.push_back(json::object{
-          {"type", "function"},
-          {"function", {{"name", t.name}, {"description", t.description}, {"parameters", t.parameters}}}});
+      tools.push_back(
+          json::object{{"type", "function"},
+                       {"function", {{"name", t.name}, {"description", t.description}, {"parameters", t.parameters}}}});
     body["tools"] = std::move(tools);
   }
   // Troupe's parameter names are OpenAI's: max_tokens, temperature, top_p, stop.
@@ -130,7 +130,8 @@ llm_result decode_openai_response(const std::string& call_id, std::string_view b
   openai_stream_decoder d(call_id, nullptr);
   boost::system::error_code ec;
   json::value v = json::parse(body, ec);
-  if (ec || !v.is_object()) return {call_id, error_info::of(error_type::malformed_response, "the response is not a JSON object", 1)};
+  if (ec || !v.is_object())
+    return {call_id, error_info::of(error_type::malformed_response, "the response is not a JSON object", 1)};
   json::object& o = v.as_object();
   if (const auto* err = o.if_contains("error")) return {call_id, classify_stream_error(*err)};
   // A whole message reads like one chunk whose delta is the message.

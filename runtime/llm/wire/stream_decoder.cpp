@@ -9,9 +9,12 @@ tool_call assemble_tool_call(std::string id, std::string name, const std::string
   if (arguments.find_first_not_of(" \t\r\n") == std::string::npos) return c;
   boost::system::error_code ec;
   boost::json::value v = boost::json::parse(arguments, ec);
-  if (ec) c.invalid_arguments = arguments + " (" + ec.message() + ")";
-  else if (auto* o = v.if_object()) c.arguments = std::move(*o);
-  else c.invalid_arguments = arguments + " (not a JSON object)";
+  if (ec)
+    c.invalid_arguments = arguments + " (" + ec.message() + ")";
+  else if (auto* o = v.if_object())
+    c.arguments = std::move(*o);
+  else
+    c.invalid_arguments = arguments + " (not a JSON object)";
   return c;
 }
 

@@ -13,9 +13,9 @@ namespace troupe {
 using postgres::conversation_columns;
 using postgres::entry_columns;
 using lease = postgres::connection_pool::lease;
+using postgres::param;
 using postgres::read_conversation;
 using postgres::read_entry;
-using postgres::param;
 using postgres::result;
 using postgres::run;
 
@@ -112,8 +112,9 @@ stored<conversation> postgres_store::archive_conversation(const std::string& con
   lease l(*pool_);
   if (!l) return l.failure();
   PGconn* c = l.get();
-  const std::string sql = std::string("UPDATE conversations SET archived = true, updated_at = $2 WHERE id = $1 RETURNING ") +
-                          conversation_columns;
+  const std::string sql =
+      std::string("UPDATE conversations SET archived = true, updated_at = $2 WHERE id = $1 RETURNING ") +
+      conversation_columns;
   result r = run(c, sql.c_str(), {conversation_id, std::to_string(wall_clock_ms())});
   if (!r.ok()) return r.error(c, "archive " + conversation_id);
   if (r.rows() == 0) return conversation_not_found(conversation_id);

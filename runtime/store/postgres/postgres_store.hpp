@@ -13,8 +13,8 @@
 // The pool is in connection_pool.hpp, the schema in migrations.hpp, the
 // thread part in threads.cpp and the conversation part in conversations.cpp.
 
-#include "runtime/store/conversation_store.hpp"
 #include "runtime/random_ids.hpp"
+#include "runtime/store/conversation_store.hpp"
 #include "runtime/store/thread_store.hpp"
 
 #include <cstddef>

@@ -7,15 +7,14 @@
 #include "runtime/store/postgres/rows.hpp"
 #include "signals/json_text.hpp"
 
-
 namespace troupe {
 
 namespace json = boost::json;
 using lease = postgres::connection_pool::lease;
 using postgres::entry_columns;
+using postgres::param;
 using postgres::parse_object;
 using postgres::read_entry;
-using postgres::param;
 using postgres::result;
 using postgres::run;
 
@@ -81,18 +80,19 @@ stored<std::uint64_t> postgres_store::append(const thread_view& t, std::uint64_t
   for (int attempt = 0; attempt < 2; ++attempt) {
     const entry_range fresh = t.slice(first, t.size());
     const conversation_touch touch = touch_from(fresh);
-    result r = run(c, "SELECT status, stored_rev, stored_size FROM troupe_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-                   {t.id(), std::to_string(expected_rev), std::to_string(t.rev()), std::to_string(t.size()),
-                    std::to_string(t.created_at()), std::to_string(t.updated_at()), metadata, std::to_string(first),
-                    entries_json(fresh),
-                    touch.last_message_at ? param(std::to_string(*touch.last_message_at)) : std::nullopt,
-                    touch.title, std::to_string(wall_clock_ms())});
+    result r = run(
+        c,
+        "SELECT status, stored_rev, stored_size FROM troupe_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        {t.id(), std::to_string(expected_rev), std::to_string(t.rev()), std::to_string(t.size()),
+         std::to_string(t.created_at()), std::to_string(t.updated_at()), metadata, std::to_string(first),
+         entries_json(fresh), touch.last_message_at ? param(std::to_string(*touch.last_message_at)) : std::nullopt,
+         touch.title, std::to_string(wall_clock_ms())});
     if (!r.ok()) return r.error(c, "append to " + t.id());
     const std::string status = r.text(0, 0);
     if (status == "ok") return t.rev();
     if (status == "conflict")
-      return store_error{"conflict", "thread " + t.id() + " is at rev " + r.text(0, 1) + ", not " +
-                                         std::to_string(expected_rev)};
+      return store_error{"conflict",
+                         "thread " + t.id() + " is at rev " + r.text(0, 1) + ", not " + std::to_string(expected_rev)};
     first = static_cast<std::size_t>(r.int64(0, 2));  // resend
   }
   return store_error{"conflict", "thread " + t.id() + " changed while it was being written"};

@@ -52,7 +52,9 @@ class statement {
   statement& operator=(const statement&) = delete;
 
   explicit operator bool() const { return s_ != nullptr; }
-  void bind(int i, std::string_view v) { sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); }
+  void bind(int i, std::string_view v) {
+    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
   void bind(int i, std::int64_t v) { sqlite3_bind_int64(s_, i, v); }
   int step() { return sqlite3_step(s_); }
   void reset() { sqlite3_reset(s_); }

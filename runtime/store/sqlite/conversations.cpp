@@ -33,7 +33,8 @@ stored<conversation> read_conversation(const statement& s) {
   c.title = s.text(5);
   boost::system::error_code ec;
   json::value metadata = json::parse(s.text(6), ec);
-  if (ec || !metadata.is_object()) return store_error{"corrupt", "conversation " + c.id + ": metadata is not an object"};
+  if (ec || !metadata.is_object())
+    return store_error{"corrupt", "conversation " + c.id + ": metadata is not an object"};
   c.metadata = std::move(metadata.as_object());
   c.created_at = s.int64(7);
   c.updated_at = s.int64(8);
@@ -42,7 +43,8 @@ stored<conversation> read_conversation(const statement& s) {
   return c;
 }
 
-stored<conversation> select_conversation(connection& c, const std::string& where, const std::vector<std::string>& args) {
+stored<conversation> select_conversation(connection& c, const std::string& where,
+                                         const std::vector<std::string>& args) {
   statement s(c, "SELECT " + conversation_columns + " FROM conversations WHERE " + where);
   if (!s) return c.io_error("read conversations");
   for (std::size_t i = 0; i < args.size(); ++i) s.bind(static_cast<int>(i + 1), args[i]);

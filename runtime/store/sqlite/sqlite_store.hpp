@@ -13,8 +13,8 @@
 // never interleave silently. The thread part is in threads.cpp, the
 // conversation part in conversations.cpp.
 
-#include "runtime/store/conversation_store.hpp"
 #include "runtime/random_ids.hpp"
+#include "runtime/store/conversation_store.hpp"
 #include "runtime/store/sqlite/group_commit.hpp"
 #include "runtime/store/thread_store.hpp"
 

@@ -49,7 +49,8 @@ stored<thread> sqlite_store::load(const std::string& thread_id) {
 
   boost::system::error_code ec;
   json::value metadata = json::parse(head.text(3), ec);
-  if (ec || !metadata.is_object()) return store_error{"corrupt", "thread " + thread_id + ": its metadata is not a JSON object"};
+  if (ec || !metadata.is_object())
+    return store_error{"corrupt", "thread " + thread_id + ": its metadata is not a JSON object"};
 
   statement rows(c, std::string("SELECT ") + sqlite::entry_columns + " FROM entries WHERE thread_id = ? ORDER BY seq");
   if (!rows) return c.io_error("load " + thread_id);

@@ -11,11 +11,11 @@
 #include "support/fixtures.hpp"
 
 #include <condition_variable>
+#include <fstream>
 #include <functional>
 #include <future>
-#include <stdexcept>
-#include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 using namespace troupe;
 using namespace troupe::testing;
@@ -23,7 +23,6 @@ using namespace std::chrono_literals;
 namespace json = boost::json;
 
 namespace {
-
 
 using call_probe = llm_call_probe;
 
@@ -124,7 +123,8 @@ TEST_CASE("failed attempts are typed, retried when it helps, and counted") {
     CHECK(server.request_count() == 3);
   }
   SECTION("529 is overloaded and retried") {
-    server.respond(scripted_http_response::json(529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})"));
+    server.respond(scripted_http_response::json(
+        529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})"));
     server.respond(scripted_http_response::sse(fixture("openai_text.sse")));
     p.handle = provider.stream(request(), p.callbacks());
     CHECK(p.wait().ok());
@@ -274,8 +274,7 @@ TEST_CASE("a callback that throws fails its own transfer, never the I/O thread")
     }
   };
   using body_callback = std::function<std::optional<error_info>(std::string_view)>;
-  auto start = [&](outcome& o, body_callback on_body,
-                   std::function<void(const http_response_head&)> on_head = {}) {
+  auto start = [&](outcome& o, body_callback on_body, std::function<void(const http_response_head&)> on_head = {}) {
     http_request r;
     r.url = server.base_url() + "/";
     client.start(r, {std::move(on_head), std::move(on_body), [&o](std::optional<error_info> e) {
@@ -339,8 +338,8 @@ TEST_CASE("responses larger than the provider's caps fail with response_too_larg
 
   SECTION("one streamed event past the event cap") {
     http_llm_provider provider(o, client);
-    server.respond(scripted_http_response::sse("data: {\"choices\":[{\"delta\":{\"content\":\"" + std::string(4096, 'a') +
-                                               "\"}}]}\n\ndata: [DONE]\n\n", 512));
+    server.respond(scripted_http_response::sse(
+        "data: {\"choices\":[{\"delta\":{\"content\":\"" + std::string(4096, 'a') + "\"}}]}\n\ndata: [DONE]\n\n", 512));
     p.handle = provider.stream(request(), p.callbacks());
     const error_info& e = error_of(p.wait());
     CHECK(e.type == "response_too_large");
@@ -350,7 +349,8 @@ TEST_CASE("responses larger than the provider's caps fail with response_too_larg
   SECTION("a stream of small events past the response cap") {
     http_llm_provider provider(o, client);
     std::string events;
-    while (events.size() <= o.max_response_bytes) events += "data: {\"choices\":[{\"delta\":{\"content\":\"ab\"}}]}\n\n";
+    while (events.size() <= o.max_response_bytes)
+      events += "data: {\"choices\":[{\"delta\":{\"content\":\"ab\"}}]}\n\n";
     server.respond(scripted_http_response::sse(events + "data: [DONE]\n\n", 4096));
     p.handle = provider.stream(request(), p.callbacks());
     CHECK(error_of(p.wait()).type == "response_too_large");
@@ -367,8 +367,8 @@ TEST_CASE("responses larger than the provider's caps fail with response_too_larg
   SECTION("a body just within the caps is decoded") {
     o.stream = false;
     http_llm_provider provider(o, client);
-    server.respond(scripted_http_response::json(200, R"({"choices":[{"message":{"content":")" +
-                                                         std::string(60 * 1024, 'a') + R"("}}]})"));
+    server.respond(scripted_http_response::json(
+        200, R"({"choices":[{"message":{"content":")" + std::string(60 * 1024, 'a') + R"("}}]})"));
     p.handle = provider.stream(request(), p.callbacks());
     CHECK(std::get<llm_completion>(p.wait().outcome).text.size() == 60 * 1024);
   }

@@ -38,8 +38,13 @@ TEMPLATE_TEST_CASE("a thread store keeps what was committed and refuses stale wr
   }
   SECTION("payloads of every JSON shape load exactly as written") {
     t.append({"note",
-              {{"float", 12.5}, {"big", 9007199254740993}, {"neg", -3}, {"null", nullptr}, {"empty", json::object{}},
-               {"list", json::array{1, "two", json::array{}, json::object{{"k", false}}}}, {"nul", std::string("a\0b", 3)}},
+              {{"float", 12.5},
+               {"big", 9007199254740993},
+               {"neg", -3},
+               {"null", nullptr},
+               {"empty", json::object{}},
+               {"list", json::array{1, "two", json::array{}, json::object{{"k", false}}}},
+               {"nul", std::string("a\0b", 3)}},
               {}},
              11, ids);
     REQUIRE(store.append(t, 1));
@@ -96,8 +101,8 @@ TEMPLATE_TEST_CASE("a thread store keeps what was committed and refuses stale wr
   }
 }
 
-TEMPLATE_TEST_CASE("a fork is a new thread with the parent's entries up to the fork point", "[store]",
-                   memory_backend, sqlite_backend, postgres_backend) {
+TEMPLATE_TEST_CASE("a fork is a new thread with the parent's entries up to the fork point", "[store]", memory_backend,
+                   sqlite_backend, postgres_backend) {
   TestType backend;
   REQUIRE_BACKEND(backend);
   thread_store& store = backend.threads();
@@ -162,9 +167,9 @@ TEMPLATE_TEST_CASE("a conversation store maps a user's chat to one thread", "[st
     CHECK(*conversations.find_conversation(first->id) == *first);
   }
   SECTION("another chat, platform or user is another conversation") {
-    for (const conversation_key& other : {conversation_key{"u1", "telegram", "chat-43"},
-                                          conversation_key{"u1", "whatsapp", "chat-42"},
-                                          conversation_key{"u2", "telegram", "chat-42"}}) {
+    for (const conversation_key& other :
+         {conversation_key{"u1", "telegram", "chat-43"}, conversation_key{"u1", "whatsapp", "chat-42"},
+          conversation_key{"u2", "telegram", "chat-42"}}) {
       auto c = conversations.get_or_create_conversation(other);
       REQUIRE(c);
       CHECK(c->id != first->id);
@@ -212,8 +217,12 @@ TEMPLATE_TEST_CASE("a conversation store maps a user's chat to one thread", "[st
     CHECK(tr->about.id == first->id);
     CHECK(tr->log.size() == 6);
     CHECK(*tr->log.at_seq(5) == *t.at_seq(5));
-    CHECK(tr->totals == conversation_totals{.entries = 6, .messages = 3, .user_messages = 2,
-                                            .assistant_messages = 1, .tool_calls = 2, .duration_ms = 3500});
+    CHECK(tr->totals == conversation_totals{.entries = 6,
+                                            .messages = 3,
+                                            .user_messages = 2,
+                                            .assistant_messages = 1,
+                                            .tool_calls = 2,
+                                            .duration_ms = 3500});
   }
   SECTION("list shows the user's active conversations, most recent message first, a page at a time") {
     auto second = conversations.get_or_create_conversation({"u1", "web_chat", "tab-1"});

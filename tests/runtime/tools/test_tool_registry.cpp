@@ -11,7 +11,8 @@ tool adder() {
   tool t;
   t.spec = {"add", "Adds two integers.",
             json::parse(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},
-                           "required":["a","b"],"additionalProperties":false})").as_object()};
+                           "required":["a","b"],"additionalProperties":false})")
+                .as_object()};
   t.run = [](const json::object& args, const tool_context&) {
     return json::value(args.at("a").as_int64() + args.at("b").as_int64());
   };
@@ -37,9 +38,7 @@ TEST_CASE("arguments are validated against the tool's JSON Schema") {
     REQUIRE(e);
     CHECK_THAT(e->message, Catch::Contains("/b"));
   }
-  SECTION("an extra field is refused when the schema says so") {
-    CHECK(t->validate({{"a", 1}, {"b", 2}, {"c", 3}}));
-  }
+  SECTION("an extra field is refused when the schema says so") { CHECK(t->validate({{"a", 1}, {"b", 2}, {"c", 3}})); }
 }
 
 TEST_CASE("running a tool never throws") {

@@ -25,8 +25,7 @@ std::vector<sse_event> parse(std::string_view bytes, const std::vector<std::size
 bool same(const std::vector<sse_event>& a, const std::vector<sse_event>& b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i].type != b[i].type || a[i].data != b[i].data || a[i].last_event_id != b[i].last_event_id)
-      return false;
+    if (a[i].type != b[i].type || a[i].data != b[i].data || a[i].last_event_id != b[i].last_event_id) return false;
   return true;
 }
 
@@ -49,20 +48,14 @@ TEST_CASE("server-sent events as the WHATWG specification reads them") {
     CHECK(events[1].data == "{}");
     CHECK(events[1].last_event_id == "7");
   }
-  SECTION("several data lines join with newlines") {
-    CHECK(parse("data: a\ndata:b\ndata\n\n").at(0).data == "a\nb\n");
-  }
-  SECTION("one leading space is removed, a second is kept") {
-    CHECK(parse("data:  two\n\n").at(0).data == " two");
-  }
+  SECTION("several data lines join with newlines") { CHECK(parse("data: a\ndata:b\ndata\n\n").at(0).data == "a\nb\n"); }
+  SECTION("one leading space is removed, a second is kept") { CHECK(parse("data:  two\n\n").at(0).data == " two"); }
   SECTION("comments and unknown fields are ignored") {
     const auto events = parse(": keep-alive\nfoo: bar\ndata: x\n\n:\n\n");
     REQUIRE(events.size() == 1);
     CHECK(events[0].data == "x");
   }
-  SECTION("CR, LF and CRLF all end lines") {
-    CHECK(parse("data: a\r\rdata: b\n\ndata: c\r\n\r\n").size() == 3);
-  }
+  SECTION("CR, LF and CRLF all end lines") { CHECK(parse("data: a\r\rdata: b\n\ndata: c\r\n\r\n").size() == 3); }
   SECTION("a CRLF split across two reads is one line end") {
     const auto events = parse("data: a\r\n\r\ndata: b\r\n\r\n", {8, 10});
     REQUIRE(events.size() == 2);
@@ -93,7 +86,10 @@ TEST_CASE("server-sent events as the WHATWG specification reads them") {
     CHECK(p.mid_event());
   }
   SECTION("a byte order mark before the first field is skipped") {
-    CHECK(parse("\xEF\xBB\xBF" "data: x\n\n").at(0).data == "x");
+    CHECK(parse("\xEF\xBB\xBF"
+                "data: x\n\n")
+              .at(0)
+              .data == "x");
   }
   SECTION("UTF-8 split across reads arrives whole") {
     const std::string text = "data: caf\xC3\xA9 \xF0\x9F\x98\x80\n\n";

@@ -2,8 +2,8 @@
 // (fed whole and in random pieces), non-streaming responses, and the typed
 // errors and retry delays of failed calls.
 
-#include "runtime/llm/wire/anthropic_format.hpp"
 #include "runtime/llm/llm_errors.hpp"
+#include "runtime/llm/wire/anthropic_format.hpp"
 #include "runtime/llm/wire/openai_format.hpp"
 
 #include <boost/json.hpp>
@@ -20,7 +20,6 @@ using namespace troupe::testing;
 namespace json = boost::json;
 
 namespace {
-
 
 struct decoded_stream {
   llm_result result;
@@ -54,7 +53,8 @@ decoded_stream decode(const std::string& bytes, std::uint32_t seed = 0) {
 }
 
 const llm_completion& completion(const llm_result& r) {
-  INFO("result: " << (r.ok() ? "ok" : std::get<error_info>(r.outcome).type + ": " + std::get<error_info>(r.outcome).message));
+  INFO("result: " << (r.ok() ? "ok"
+                             : std::get<error_info>(r.outcome).type + ": " + std::get<error_info>(r.outcome).message));
   REQUIRE(r.ok());
   return std::get<llm_completion>(r.outcome);
 }
@@ -82,10 +82,12 @@ llm_stream sample_request() {
   s.model = "m";
   s.messages = {llm_message{"system", "Be brief.", {}, {}, {}},
                 llm_message{"user", "Weather in Lisbon and Oslo?", {}, {}, {}},
-                llm_message{"assistant", "Checking.",
+                llm_message{"assistant",
+                            "Checking.",
                             {tool_call{"t1", "weather", {{"city", "Lisbon"}}, std::nullopt},
                              tool_call{"t2", "weather", {{"city", "Oslo"}}, std::nullopt}},
-                            {}, {}},
+                            {},
+                            {}},
                 llm_message{"tool", "21 C", {}, "t1", "weather"},
                 llm_message{"tool", "{\"error\":{\"type\":\"timeout\"}}", {}, "t2", "weather"}};
   s.tools = make_tool_set({tool_spec{"weather", "Weather by city", {{"type", "object"}}}});
@@ -152,11 +154,16 @@ TEST_CASE("OpenAI streams") {
   SECTION("tool calls without an index go by their position; id and name come from the first fragment") {
     sse_parser p;
     openai_stream_decoder d("c", nullptr);
-    p.feed("data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"id\":\"a\",\"function\":{\"name\":\"x\",\"arguments\":\"{\\\"k\\\":\"}},"
-           "{\"id\":\"b\",\"function\":{\"name\":\"y\",\"arguments\":\"{}\"}}]}}]}\n\n"
-           "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"id\":\"\",\"function\":{\"name\":\"x-renamed\",\"arguments\":\"1}\"}}]}}]}\n\n"
-           "data: [DONE]\n\n",
-           [&](const sse_event& e) { d.on_event(e); });
+    p.feed(
+        "data: "
+        "{\"choices\":[{\"delta\":{\"tool_calls\":[{\"id\":\"a\",\"function\":{\"name\":\"x\",\"arguments\":\"{"
+        "\\\"k\\\":\"}},"
+        "{\"id\":\"b\",\"function\":{\"name\":\"y\",\"arguments\":\"{}\"}}]}}]}\n\n"
+        "data: "
+        "{\"choices\":[{\"delta\":{\"tool_calls\":[{\"id\":\"\",\"function\":{\"name\":\"x-renamed\",\"arguments\":\"1}"
+        "\"}}]}}]}\n\n"
+        "data: [DONE]\n\n",
+        [&](const sse_event& e) { d.on_event(e); });
     const llm_result r = d.finish();
     const auto& c = completion(r);
     REQUIRE(c.tool_calls.size() == 2);
@@ -298,10 +305,16 @@ TEST_CASE("HTTP errors are typed from the status and the body") {
   CHECK(type_of(500) == "server");
   CHECK(type_of(503) == "server");
   CHECK(type_of(529) == "overloaded");
-  CHECK(type_of(400, R"({"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","code":"context_length_exceeded"}})") ==
-        "context_length_exceeded");
-  CHECK(type_of(400, R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}})") ==
-        "context_length_exceeded");
+  CHECK(
+      type_of(
+          400,
+          R"({"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","code":"context_length_exceeded"}})") ==
+      "context_length_exceeded");
+  CHECK(
+      type_of(
+          400,
+          R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}})") ==
+      "context_length_exceeded");
   CHECK(type_of(500, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})") == "overloaded");
 
   const error_info e = classify_http_error(401, R"({"error":{"message":"Incorrect API key provided"}})", "", now);
@@ -333,8 +346,8 @@ TEST_CASE("retry delays back off with full jitter and honour retry-after") {
   CHECK(retry_delay(3, p, std::nullopt, 0.5).count() == 500);
   CHECK(retry_delay(6, p, std::nullopt, 0.999).count() == 3'996);  // capped at max_backoff
   CHECK(retry_delay(2, p, std::nullopt, 0.0).count() == 0);
-  CHECK(retry_delay(2, p, 2.5, 0.1).count() == 2'500);            // the server's word wins
-  CHECK(retry_delay(2, p, 60.0, 0.1).count() == 4'000);           // within reason
+  CHECK(retry_delay(2, p, 2.5, 0.1).count() == 2'500);   // the server's word wins
+  CHECK(retry_delay(2, p, 60.0, 0.1).count() == 4'000);  // within reason
 }
 
 TEST_CASE("fields a model server gets wrong end the call as malformed, and never throw") {
@@ -345,9 +358,7 @@ TEST_CASE("fields a model server gets wrong end the call as malformed, and never
     return decode<anthropic_stream_decoder>("data: " + data + "\n\ndata: {\"type\":\"message_stop\"}\n\n").result;
   };
   const std::string call = R"({"choices":[{"delta":{"tool_calls":[{"index":INDEX,"function":{"name":"f"}}]}}]})";
-  auto with_index = [&](const std::string& index) {
-    return std::string(call).replace(call.find("INDEX"), 5, index);
-  };
+  auto with_index = [&](const std::string& index) { return std::string(call).replace(call.find("INDEX"), 5, index); };
 
   SECTION("an OpenAI tool call with index -1 (the recorded stream)") {
     const auto decoded = decode<openai_stream_decoder>(fixture("openai_negative_index.sse"));
@@ -384,9 +395,11 @@ TEST_CASE("fields a model server gets wrong end the call as malformed, and never
     }
   }
   SECTION("Anthropic usage counts that do not fit") {
-    CHECK(error_of(anthropic_event(
-              R"({"type":"message_start","message":{"usage":{"input_tokens":9223372036854775807,"cache_read_input_tokens":9223372036854775807}}})"))
-              .type == "malformed_response");
+    CHECK(
+        error_of(
+            anthropic_event(
+                R"({"type":"message_start","message":{"usage":{"input_tokens":9223372036854775807,"cache_read_input_tokens":9223372036854775807}}})"))
+            .type == "malformed_response");
     CHECK(error_of(anthropic_event(R"({"type":"message_delta","usage":{"output_tokens":-1}})")).type ==
           "malformed_response");
   }
