@@ -28,7 +28,7 @@ class actor_pool {
     std::lock_guard lock(shared_->mutex);
     shared_->make = std::move(make);
     shared_->replaced = std::move(replaced);
-    for (std::size_t i = 0; i < size; ++i) shared_->slots.push_back(spawn_into(shared_, i));
+    for (std::size_t i = 0; i < size; ++i) shared_->slots.push_back(spawn_member(shared_));
   }
 
   Handle pick(std::size_t key) const {
@@ -62,13 +62,12 @@ class actor_pool {
   };
 
   // With the mutex held.
-  static Handle spawn_into(const std::shared_ptr<shared>& s, std::size_t slot) {
+  static Handle spawn_member(const std::shared_ptr<shared>& s) {
     Handle h = s->make();
     std::weak_ptr<shared> weak = s;
     caf::actor_cast<caf::abstract_actor*>(h)->attach_functor([weak, addr = h.address()] {
       if (auto s = weak.lock()) replace_in(s, addr);
     });
-    (void)slot;
     return h;
   }
 
@@ -79,7 +78,7 @@ class actor_pool {
       if (s->closed) return;
       for (std::size_t i = 0; i < s->slots.size(); ++i) {
         if (s->slots[i].address() != dead) continue;
-        s->slots[i] = spawn_into(s, i);
+        s->slots[i] = spawn_member(s);
         replaced = s->replaced;
         break;
       }
