@@ -7,6 +7,7 @@
 #include "actors/runtime_impl.hpp"
 #include "actors/supervisor.hpp"
 #include "runtime/random_ids.hpp"
+#include "runtime/thrown_by.hpp"
 #include "runtime/store/memory_store.hpp"
 
 #include <thread>
@@ -19,19 +20,6 @@ reply failed(const std::string& request_id, const char* type, std::string messag
   return reply{request_id, error_info::of(type, std::move(message)), {}, 0};
 }
 
-// What an embedder's callback threw, as text; it never escapes into the runtime.
-template <class F>
-std::optional<std::string> guarded(F&& f) {
-  try {
-    f();
-    return std::nullopt;
-  } catch (const std::exception& e) {
-    return std::string(e.what());
-  } catch (...) {
-    return std::string("an exception that is not a std::exception");
-  }
-}
-
 }  // namespace
 
 // --- request ---------------------------------------------------------------
@@ -39,14 +27,14 @@ std::optional<std::string> guarded(F&& f) {
 std::optional<std::string> request::state::settle(reply r) {
   if (settled_.exchange(true)) return std::nullopt;
   std::optional<std::string> thrown;
-  if (on_event) thrown = guarded([&] { on_event(stream_event{request_finished_event{r}}); });
+  if (on_event) thrown = thrown_by([&] { on_event(stream_event{request_finished_event{r}}); });
   auto fail_with = [&](const std::string& what) {
     r = reply{id, error_info::of(error_type::callback_failed, "a callback of the request threw: " + what), r.usage,
               r.iterations};
   };
   if (thrown) fail_with(*thrown);
   if (on_reply) {
-    if (auto again = guarded([&] { on_reply(r); })) {
+    if (auto again = thrown_by([&] { on_reply(r); })) {
       if (!thrown) fail_with(*again);
       thrown = std::move(again);
     }
@@ -60,7 +48,7 @@ std::optional<std::string> request::state::settle(reply r) {
 }
 
 std::optional<std::string> request::state::notify(const stream_event& e) {
-  return guarded([&] { on_event(e); });
+  return thrown_by([&] { on_event(e); });
 }
 
 bool request::state::finished() const {
@@ -101,6 +89,8 @@ runtime::impl::impl(runtime_options o) : options(std::move(o)) {
   ctx->provider = options.provider;
   ctx->store = options.store ? options.store : std::make_shared<memory_store>();
   ctx->telemetry = options.telemetry ? options.telemetry : std::make_shared<log_sink>();
+  ctx->stores = std::make_unique<store_executor>(
+      ctx->store, store_executor_options{.threads = options.store_threads, .deadline = options.store_deadline});
   ctx->workers = std::make_unique<worker_pool>(options.tool_workers, options.max_queued_tool_jobs);
   ctx->max_restarts = options.max_restarts;
   ctx->restart_window = options.restart_window;
@@ -147,6 +137,7 @@ void runtime::impl::shutdown() {
     for (auto& e : ctx->tool_executors.close()) self->send_exit(e, caf::exit_reason::user_shutdown);
   }
   system->await_all_actors_done();
+  ctx->stores.reset();
   ctx->workers.reset();
 }
 
