@@ -11,7 +11,7 @@ namespace troupe::cli {
 
 int run_ask(const model_options& o, const std::string& question, bool as_json);
 int run_chat(const model_options& o);
-int run_simulate(simulation_options options, const model_options& model, bool as_json);
+int run_simulate(simulation_options options, const model_options& model, const std::string& store, bool as_json);
 
 // troupe threads list|show|fork|delete and troupe conversations
 // list|show|trace|archive|delete.

@@ -26,7 +26,8 @@ boost::json::object latency_json(const latency_summary& s, bool all) {
 
 }  // namespace
 
-int run_simulate(simulation_options options, const model_options& model, bool as_json) {
+int run_simulate(simulation_options options, const model_options& model, const std::string& store, bool as_json) {
+  options.store = store_for(store, "memory:").threads;
   if (names_a_model(model)) {
     resolved_model m = resolve_model(model);
     options.provider = m.provider;
@@ -75,6 +76,10 @@ int run_simulate(simulation_options options, const model_options& model, bool as
                             {"input_tokens", r.input_tokens},
                             {"output_tokens", r.output_tokens},
                             {"calls_without_usage", r.calls_without_usage}};
+    if (r.store_batching) {
+      out["store_commits"] = r.store_batching->commits;
+      out["store_transactions"] = r.store_batching->transactions;
+    }
     if (r.first_token.samples) out["first_token_ms"] = latency_json(r.first_token, false);
     std::cout << json_text(out) << "\n";
   } else {
@@ -87,6 +92,11 @@ int run_simulate(simulation_options options, const model_options& model, bool as
     std::printf("%zu model calls, %zu tool calls, %zu retries, %lld tokens in, %lld out; peak RSS %.1f MiB\n",
                 r.llm_calls, r.tool_calls, r.retries, static_cast<long long>(r.input_tokens),
                 static_cast<long long>(r.output_tokens), static_cast<double>(r.peak_rss_bytes) / (1024 * 1024));
+    if (r.store_batching && r.store_batching->transactions)
+      std::printf("%llu commits in %llu transactions (%.1f per transaction)\n",
+                  static_cast<unsigned long long>(r.store_batching->commits),
+                  static_cast<unsigned long long>(r.store_batching->transactions),
+                  static_cast<double>(r.store_batching->commits) / static_cast<double>(r.store_batching->transactions));
     for (const auto& [type, n] : r.errors_by_type) std::printf("  %zu failed with %s\n", n, type.c_str());
   }
   return r.turns_failed == 0 && !r.stopped ? 0 : 1;

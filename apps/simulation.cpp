@@ -235,7 +235,10 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
   std::shared_ptr<scripted_provider> sim_model = scripted ? simulated_model(options.tools_per_turn) : nullptr;
   std::shared_ptr<llm_provider> model = scripted ? sim_model : options.provider;
   auto model_time = std::make_shared<model_time_sink>();
-  runtime rt({.provider = model, .telemetry = model_time, .scheduler_threads = options.scheduler_threads});
+  runtime rt({.provider = model,
+              .store = options.store,
+              .telemetry = model_time,
+              .scheduler_threads = options.scheduler_threads});
 
   std::atomic<std::size_t> tool_calls{0};
   std::vector<std::string> tools = options.tools;
@@ -279,6 +282,7 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
   }
 
   driver d(options, progress, agents, *model_time, !scripted);
+  const std::optional<commit_batching> batching_before = options.store ? options.store->batching() : std::nullopt;
   const std::size_t retries_before = model->retries();
   const auto started = clk::now();
   d.start();
@@ -305,6 +309,10 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
   report.input_tokens = d.usage.input_tokens;
   report.output_tokens = d.usage.output_tokens;
   report.calls_without_usage = d.usage.calls_without_usage;
+  if (batching_before)
+    if (const auto after = options.store->batching())
+      report.store_batching = commit_batching{after->transactions - batching_before->transactions,
+                                              after->commits - batching_before->commits};
   rt.shutdown();
   return report;
 }

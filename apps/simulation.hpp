@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,8 @@ struct simulation_options {
   std::vector<std::string> tools{};  // built-in tools to enable (with a provider)
   int max_iterations = 10;
   context_policy context{};
+  // Where the agents' threads are kept; null: in memory.
+  std::shared_ptr<thread_store> store{};
   // The user message of each turn; "{agent}" and "{turn}" are replaced.
   std::string question = "Question {turn} from agent {agent}.";
   double turn_timeout_seconds = 300;
@@ -72,6 +75,9 @@ struct simulation_report {
   std::int64_t input_tokens = 0;
   std::int64_t output_tokens = 0;
   std::int64_t calls_without_usage = 0;  // model calls that reported no usage: not counted as 0 tokens
+  // For a store that batches commits (SQLite): commits and the transactions
+  // that carried them during the run.
+  std::optional<commit_batching> store_batching;
 };
 
 // Runs the simulation to the end. `on_tick` is called about every 200 ms

@@ -50,6 +50,11 @@ int main(int argc, char** argv) {
   simulate->add_option("--threads", sim.scheduler_threads, "Scheduler threads (0: one per core)")
       ->capture_default_str();
   simulate->add_flag("--json", sim_json, "Print one JSON object with the totals instead of text");
+  std::string sim_store = "memory:";
+  simulate->add_option("--store", sim_store,
+                       "Where the agents' threads are kept: memory:, sqlite:PATH[?sync=full] or "
+                       "postgres://USER@HOST:PORT/DB; every step is committed there, as in a deployment")
+      ->capture_default_str();
 
   store_command_options threads_opts, conversations_opts;
   CLI::App* threads = add_threads_command(app, threads_opts);
@@ -59,7 +64,7 @@ int main(int argc, char** argv) {
   try {
     if (ask->parsed()) return run_ask(ask_opts, question, ask_json);
     if (chat->parsed()) return run_chat(chat_opts);
-    if (simulate->parsed()) return run_simulate(sim, sim_model, sim_json);
+    if (simulate->parsed()) return run_simulate(sim, sim_model, sim_store, sim_json);
     if (threads->parsed()) return run_threads(threads_opts);
     if (conversations->parsed()) return run_conversations(conversations_opts);
   } catch (const usage_error& e) {

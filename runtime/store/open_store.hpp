@@ -1,6 +1,7 @@
 #pragma once
 // A store named by a URI, as a user gives one on a command line or in a
-// configuration: memory:, sqlite:PATH, postgres://… or postgresql://….
+// configuration: memory:, sqlite:PATH (sqlite:PATH?sync=full to fsync every
+// transaction), postgres://… or postgresql://….
 
 #include "runtime/store/conversation_store.hpp"
 #include "runtime/store/thread_store.hpp"

@@ -2,6 +2,8 @@
 
 #include "runtime/thrown_by.hpp"
 
+#include <pthread.h>
+
 #include <optional>
 
 namespace troupe {
@@ -83,6 +85,7 @@ void store_executor::submit(job j) {
 }
 
 void store_executor::loop() {
+  pthread_setname_np(pthread_self(), "troupe.store");  // for perf and top
   std::unique_lock lock(mutex_);
   for (;;) {
     wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });

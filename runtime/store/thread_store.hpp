@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,11 +43,19 @@ enum class commit_path {
 
 using append_done = std::function<void(stored<std::uint64_t>)>;
 
+struct commit_batching {
+  std::uint64_t transactions = 0;
+  std::uint64_t commits = 0;
+};
+
 class thread_store {
  public:
   virtual ~thread_store() = default;
 
   virtual commit_path path() const { return commit_path::blocking; }
+  // For stores that carry several commits in one transaction (SQLite's
+  // group commit): how many of each so far. Others: nothing to say.
+  virtual std::optional<commit_batching> batching() const { return std::nullopt; }
 
   virtual stored<thread> load(const std::string& thread_id) = 0;
   // Commits `t`, which must extend the stored thread: its entries beyond the

@@ -2,6 +2,8 @@
 
 #include "runtime/store/sqlite/connection.hpp"
 
+#include <pthread.h>
+
 namespace troupe::sqlite {
 
 namespace {
@@ -102,6 +104,7 @@ void group_commit::submit(write_work work, write_done done) {
 }
 
 void group_commit::writer_loop() {
+  pthread_setname_np(pthread_self(), "troupe.sqlite");  // for perf and top
   std::unique_lock lock(mutex_);
   for (;;) {
     // The writer thread leads when the first in line is a submitted commit;

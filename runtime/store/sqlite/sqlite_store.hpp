@@ -50,6 +50,7 @@ class sqlite_store final : public thread_store, public conversation_store {
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override;
   // Commits from agents queue for the writer thread's next transaction.
   commit_path path() const override { return commit_path::queued; }
+  std::optional<commit_batching> batching() const override;
   void append_queued(thread_view t, std::uint64_t expected_rev, append_done done) override;
   std::vector<std::string> list() override;
   bool remove(const std::string& thread_id) override;

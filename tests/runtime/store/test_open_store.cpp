@@ -55,6 +55,19 @@ TEST_CASE("open_store opens the store a URI names") {
     again = store_handle{};
     std::filesystem::remove_all(dir);
   }
+  SECTION("sqlite:PATH?sync=full is the file PATH, the option not part of its name") {
+    const auto dir = std::filesystem::temp_directory_path() / ("troupe-open-" + unique_suffix());
+    const auto path = dir / "synced.db";
+    {
+      auto opened = open_store("sqlite:" + path.string() + "?sync=full");
+      REQUIRE(opened.has_value());
+      thread t("t1", 1);
+      sequential_ids ids;
+      commit(*opened->threads, t, {note(1)}, 2, ids);
+    }
+    CHECK(std::filesystem::exists(path));
+    std::filesystem::remove_all(dir);
+  }
   SECTION("postgres:// and postgresql:// are the server they name") {
     postgres_backend server;
     REQUIRE_BACKEND(server);
@@ -80,6 +93,12 @@ TEST_CASE("open_store says why a URI gives no store") {
     REQUIRE(!r.has_value());
     CHECK(r.error().type == "invalid");
     CHECK_THAT(r.error().message, Catch::Contains("give a path"));
+  }
+  SECTION("an unknown SQLite option is invalid") {
+    auto r = open_store("sqlite:/tmp/x.db?sync=sometimes");
+    REQUIRE(!r.has_value());
+    CHECK(r.error().type == "invalid");
+    CHECK_THAT(r.error().message, Catch::Contains("sync=full"));
   }
   SECTION("a SQLite file that cannot be opened is io, with SQLite's reason") {
     auto r = open_store("sqlite:/proc/troupe-cannot-be-here/troupe.db");
