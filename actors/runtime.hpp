@@ -38,7 +38,7 @@ struct runtime_options {
   // Store calls run off the actor scheduler: on this many threads for a
   // store that blocks (PostgreSQL), queued for one that batches (SQLite). A
   // call that cannot start within store_deadline fails with store_timeout.
-  std::size_t store_threads = 4;
+  std::size_t store_threads = 16;
   std::chrono::milliseconds store_deadline{30'000};
   int max_restarts = 3;  // per agent within restart_window
   std::chrono::milliseconds restart_window{5'000};

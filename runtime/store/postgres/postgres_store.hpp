@@ -31,7 +31,7 @@ class connection_pool;
 }  // namespace postgres
 
 struct postgres_options {
-  std::size_t pool_size = 8;  // connections at most; opened as needed
+  std::size_t pool_size = 16;  // connections at most; opened as needed
   // A server that does not answer must not hold a store thread forever: a
   // connection not made within connect_timeout is an io error, a statement
   // that runs past statement_timeout is cancelled by the server (a
