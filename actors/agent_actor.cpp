@@ -65,6 +65,7 @@ struct thread_slot {
   std::int64_t llm_started_us = 0;
   slot_phase phase;
   std::optional<react_thread::prepared_step> pending;  // the step being committed
+  std::optional<thread_lease> lease;                    // with a store that keeps leases
   std::uint64_t commit_no = 0;                          // which commit `pending` is
   std::deque<held_signal> held;
 
@@ -149,15 +150,19 @@ class agent_logic {
   }
 
   // A thread loaded by a store thread (see begin_load), or the store's error.
-  void on_loaded(const std::string& thread_id, loaded_thread& loaded) {
+  void on_loaded(const std::string& thread_id, loaded_thread& loaded, lease_held& lease) {
     thread_slot* slot = st_.threads.find(thread_id);
-    if (!slot || slot->phase != slot_phase::loading) return;
+    if (!slot || slot->phase != slot_phase::loading) {
+      if (lease) release(thread_id, *lease);  // nobody wants it any more
+      return;
+    }
     if (!loaded) {
       fail_every_ask(*slot, store_error_type(loaded.error()), not_loaded(thread_id, loaded.error()));
       st_.threads.erase(thread_id);
       return;
     }
     slot->conversation = std::move(*loaded);
+    slot->lease = std::move(lease);
     slot->phase = slot_phase::ready;
     report(telemetry_kind::thread_loaded, thread_id, {});
     release_held(*slot);
@@ -252,6 +257,12 @@ class agent_logic {
     return settled();
   }
 
+  // Stops the agent, giving up its leases on the way out.
+  void quit() {
+    release_leases();
+    self_->quit();
+  }
+
   // Nothing in flight with the store.
   bool settled() {
     bool all = true;
@@ -263,7 +274,7 @@ class agent_logic {
   // flight with the store; otherwise idle threads may leave memory.
   void after_store_answer() {
     if (st_.quit_when_settled) {
-      if (settled()) self_->quit();
+      if (settled()) quit();
       return;
     }
     unload_idle_threads();
@@ -271,7 +282,10 @@ class agent_logic {
 
   // After each message: idle threads beyond the limits leave memory.
   void unload_idle_threads() {
-    st_.threads.evict(steady_ms(), [&](const std::string& id) { report(telemetry_kind::thread_unloaded, id, {}); });
+    st_.threads.evict(steady_ms(), [&](const std::string& id, thread_slot& slot) {
+      if (slot.lease) release(id, *slot.lease);
+      report(telemetry_kind::thread_unloaded, id, {});
+    });
   }
 
  private:
@@ -279,6 +293,11 @@ class agent_logic {
     slot.asks.begin(q.request_id);
     slot.running = std::move(from);
     report(telemetry_kind::request_started, q.thread_id, q.request_id);
+    // A lease that ran out while the thread sat idle may have been taken by
+    // another process, which may have written since: take it again, and
+    // the thread with it, before this request steps on it.
+    if (slot.phase == slot_phase::ready && slot.lease && wall_clock_ms() >= slot.lease->expires_at_ms)
+      reload(slot, q.thread_id);
     run(slot, signal{std::move(q)});
   }
 
@@ -286,7 +305,10 @@ class agent_logic {
   agent_actor handle() const { return caf::actor_cast<agent_actor>(self_); }
 
   static const char* store_error_type(const store_error& e) {
-    return e.type == "timeout" ? error_type::store_timeout : error_type::store_failed;
+    if (e.type == "timeout") return error_type::store_timeout;
+    if (e.type == "owned") return error_type::thread_owned_elsewhere;
+    if (e.type == "fenced") return error_type::lease_lost;
+    return error_type::store_failed;
   }
   static std::string not_loaded(const std::string& thread_id, const store_error& e) {
     return "thread " + thread_id + " could not be loaded (" + e.type + "): " + e.message;
@@ -304,16 +326,37 @@ class agent_logic {
     return slot;
   }
 
-  // Loads a thread on a store thread; on_loaded gets it.
+  // Takes the thread's lease and loads it, on a store thread; on_loaded
+  // gets both. A thread another owner holds is not loaded ("owned").
   void load_async(const std::string& thread_id) {
     stores().submit([self = handle(), store = stores().shared_store(), deadline = stores().deadline(),
-                     thread_id](store_job_status why) {
+                     owner = st_.ctx->owner_id, ttl = st_.ctx->lease_ttl, thread_id](store_job_status why) {
       loaded_thread loaded = not_run(why, deadline);
+      lease_held lease;
       if (why == store_job_status::run) {
-        random_ids ids;  // the agent's own source is not for other threads
-        loaded = load_thread(*store, thread_id, ids, wall_clock_ms());
+        if (auto taken = store->acquire_lease(thread_id, owner, wall_clock_ms(), ttl)) {
+          lease = std::move(*taken);
+          random_ids ids;  // the agent's own source is not for other threads
+          loaded = load_thread(*store, thread_id, ids, wall_clock_ms(), &*lease);
+        } else {
+          loaded = taken.error();
+        }
       }
-      caf::anon_send(self, loaded_atom::value, thread_id, std::move(loaded));
+      caf::anon_send(self, loaded_atom::value, thread_id, std::move(loaded), std::move(lease));
+    });
+  }
+
+  // Gives a lease up, so that another process need not wait for it to expire.
+  void release(const std::string& thread_id, const thread_lease& lease) {
+    stores().submit([store = stores().shared_store(), thread_id, lease](store_job_status why) {
+      if (why == store_job_status::run) store->release_lease(thread_id, lease);
+    });
+  }
+
+  void release_leases() {
+    st_.threads.for_each([&](const std::string& id, thread_slot& slot) {
+      if (slot.lease) release(id, *slot.lease);
+      slot.lease.reset();
     });
   }
 
@@ -385,7 +428,9 @@ class agent_logic {
     slot.pending = std::move(step);
     slot.phase = slot_phase::committing;
     const std::uint64_t no = ++slot.commit_no;
-    stores().append(std::move(next), rev_before,
+    // Every commit renews the lease it is made under.
+    if (slot.lease) slot.lease->expires_at_ms = wall_clock_ms() + st_.ctx->lease_ttl.count();
+    stores().append(std::move(next), rev_before, slot.lease,
                     [self = handle(), thread_id = slot.conversation.history().id(), no](commit_outcome outcome) {
                       caf::anon_send(self, committed_atom::value, thread_id, no, std::move(outcome));
                     });
@@ -423,6 +468,7 @@ class agent_logic {
 
   void reload(thread_slot& slot, const std::string& thread_id) {
     slot.phase = slot_phase::loading;
+    slot.lease.reset();  // taken again with the thread, under a new epoch
     load_async(thread_id);
   }
 
@@ -642,9 +688,9 @@ agent_actor::behavior_type agent_behavior(agent_self self, std::shared_ptr<const
       [self](cancel_atom, const std::string& request_id, const std::string& reason) {
         agent_logic(self).on_cancel(request_id, reason);
       },
-      [self](loaded_atom, const std::string& thread_id, loaded_thread& loaded) {
+      [self](loaded_atom, const std::string& thread_id, loaded_thread& loaded, lease_held& lease) {
         agent_logic l(self);
-        l.on_loaded(thread_id, loaded);
+        l.on_loaded(thread_id, loaded, lease);
         l.after_store_answer();
       },
       [self](committed_atom, const std::string& thread_id, std::uint64_t no, commit_outcome& outcome) {
@@ -660,8 +706,9 @@ agent_actor::behavior_type agent_behavior(agent_self self, std::shared_ptr<const
       },
       [self](stats_atom) -> agent_stats { return agent_logic(self).stats(); },
       [self](stop_atom) {
-        if (agent_logic(self).stop())
-          self->quit();
+        agent_logic l(self);
+        if (l.stop())
+          l.quit();
         else
           self->state.quit_when_settled = true;
       },

@@ -11,6 +11,7 @@
 #include "actors/stream_event.hpp"
 #include "directives/directive.hpp"
 #include "runtime/llm/llm_provider.hpp"
+#include "runtime/store/thread_lease.hpp"
 #include "runtime/store/thread_store.hpp"
 #include "signals/signal.hpp"
 #include "strategy/react_config.hpp"
@@ -43,6 +44,7 @@ using viewed_atom = caf::atom_constant<caf::atom("viewed")>;
 // What a store thread answers an agent with: a thread loaded (and repaired),
 // the outcome of a commit, a thread read for a snapshot.
 using loaded_thread = stored<react_thread>;
+using lease_held = std::optional<thread_lease>;  // none: a store without leases
 using commit_outcome = stored<std::uint64_t>;
 using stored_thread = stored<thread>;
 
@@ -70,7 +72,7 @@ using agent_actor = caf::typed_actor<caf::replies_to<ask_atom, query, event_sink
                                      caf::reacts_to<cancel_atom, std::string, std::string>,
                                      caf::replies_to<snapshot_atom, std::string>::with<thread_view>,
                                      caf::replies_to<stats_atom>::with<agent_stats>, caf::reacts_to<stop_atom>,
-                                     caf::reacts_to<loaded_atom, std::string, loaded_thread>,
+                                     caf::reacts_to<loaded_atom, std::string, loaded_thread, lease_held>,
                                      caf::reacts_to<committed_atom, std::string, std::uint64_t, commit_outcome>,
                                      caf::reacts_to<viewed_atom, std::uint64_t, std::string, stored_thread>>;
 
@@ -120,6 +122,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::thread_view)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::stream_event)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::agent_stats)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::loaded_thread)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::lease_held)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::commit_outcome)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::stored_thread)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const troupe::llm_stream>)

@@ -10,6 +10,9 @@
 #include "runtime/thrown_by.hpp"
 #include "runtime/store/memory_store.hpp"
 
+#include <unistd.h>
+
+#include <cstring>
 #include <thread>
 
 namespace troupe {
@@ -18,6 +21,13 @@ namespace {
 
 reply failed(const std::string& request_id, const char* type, std::string message) {
   return reply{request_id, error_info::of(type, std::move(message)), {}, 0};
+}
+
+// host/pid/random: readable in an "owned by" error, and never the same for two runtimes.
+std::string made_up_owner_id() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "host");
+  return std::string(host) + "/" + std::to_string(getpid()) + "/" + random_ids().next("rt");
 }
 
 }  // namespace
@@ -91,6 +101,8 @@ runtime::impl::impl(runtime_options o) : options(std::move(o)) {
   ctx->telemetry = options.telemetry ? options.telemetry : std::make_shared<log_sink>();
   ctx->stores = std::make_unique<store_executor>(
       ctx->store, store_executor_options{.threads = options.store_threads, .deadline = options.store_deadline});
+  ctx->owner_id = options.owner_id.empty() ? made_up_owner_id() : options.owner_id;
+  ctx->lease_ttl = options.lease_ttl;
   ctx->workers = std::make_unique<worker_pool>(options.tool_workers, options.max_queued_tool_jobs);
   ctx->max_restarts = options.max_restarts;
   ctx->restart_window = options.restart_window;

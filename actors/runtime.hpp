@@ -40,6 +40,15 @@ struct runtime_options {
   // call that cannot start within store_deadline fails with store_timeout.
   std::size_t store_threads = 16;
   std::chrono::milliseconds store_deadline{30'000};
+  // One writer per thread across processes: with a store that does I/O, an
+  // agent takes a thread's lease when it loads it, renews it with every
+  // commit and gives it up when it unloads it; another process asking on
+  // that thread meanwhile gets thread_owned_elsewhere. owner_id names this
+  // runtime to the store (empty: one is made up per runtime); a process
+  // restarted with the same owner_id takes its threads back at once. A lease
+  // not renewed within lease_ttl may be taken over.
+  std::string owner_id{};
+  std::chrono::milliseconds lease_ttl{60'000};
   int max_restarts = 3;  // per agent within restart_window
   std::chrono::milliseconds restart_window{5'000};
 };

@@ -77,6 +77,9 @@ struct runtime_context {
   std::shared_ptr<llm_provider> provider;
   std::shared_ptr<thread_store> store;
   std::unique_ptr<store_executor> stores;  // the store's loads and commits, off the scheduler
+  // Who this runtime is to the store, and how long its leases on threads last.
+  std::string owner_id;
+  std::chrono::milliseconds lease_ttl{60'000};
   std::shared_ptr<telemetry_sink> telemetry;
   tool_registry tools;
   std::unique_ptr<worker_pool> workers;

@@ -6,6 +6,7 @@
 // next ask loads it again. No actors here; `Slot` is the agent's per-thread
 // record and says when it is idle.
 
+#include "runtime/store/thread_lease.hpp"
 #include "runtime/store/thread_store.hpp"
 #include "strategy/react_thread.hpp"
 
@@ -26,9 +27,11 @@ struct thread_limits {
 // store has none; tool calls its previous writer left without results get
 // `interrupted` results, kept only if they could be stored (unrepaired, they
 // are left out of every context: a unit is sent whole or not at all).
+// With `fence`, the repair is committed under that lease.
 stored<react_thread> load_thread(thread_store& store, const std::string& thread_id, id_source& ids,
-                                 std::int64_t now_ms);
-react_thread recovered(thread_store& store, thread t, id_source& ids, std::int64_t now_ms);
+                                 std::int64_t now_ms, const thread_lease* fence = nullptr);
+react_thread recovered(thread_store& store, thread t, id_source& ids, std::int64_t now_ms,
+                       const thread_lease* fence = nullptr);
 
 template <class Slot>
 class thread_table {
@@ -56,7 +59,7 @@ class thread_table {
 
   // Unloads idle threads, least recently used first, while there are too
   // many or they have been idle too long. Busy threads stay. Calls
-  // `on_unload(thread_id)` for each. Cost: the threads it unloads plus the
+  // `on_unload(thread_id, slot)` for each, before it goes. Cost: the threads it unloads plus the
   // busy ones it steps over.
   template <class OnUnload>
   void evict(std::int64_t now_ms, OnUnload&& on_unload) {
@@ -71,9 +74,9 @@ class thread_table {
         continue;
       }
       const std::string id = *at;
+      on_unload(id, it->second.slot);
       at = lru_.erase(at);
       slots_.erase(it);
-      on_unload(id);
     }
   }
 

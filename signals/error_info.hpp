@@ -40,6 +40,9 @@ inline constexpr const char* executor_crashed = "executor_crashed";
 inline constexpr const char* broker_crashed = "broker_crashed";
 inline constexpr const char* store_failed = "store_failed";
 inline constexpr const char* store_timeout = "store_timeout";  // the store did not answer within its deadline
+// one writer per thread, across processes (runtime/store/thread_lease.hpp)
+inline constexpr const char* thread_owned_elsewhere = "thread_owned_elsewhere";
+inline constexpr const char* lease_lost = "lease_lost";
 // model calls (see runtime/llm/llm_errors.hpp for the HTTP ones)
 inline constexpr const char* provider_failed = "provider_failed";
 inline constexpr const char* network = "network";

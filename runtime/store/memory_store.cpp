@@ -19,6 +19,33 @@ stored<thread> memory_store::load(const std::string& thread_id) {
   return thread(it->second);
 }
 
+stored<std::uint64_t> memory_store::append_fenced(const thread_view& t, std::uint64_t expected_rev,
+                                                  const thread_lease& fence) {
+  std::lock_guard lock(leases_mutex_);
+  auto it = leases_.find(t.id());
+  const std::optional<thread_lease> current =
+      it == leases_.end() ? std::nullopt : std::optional<thread_lease>(it->second);
+  if (auto refused = fence_refusal(current, t.id(), fence)) return *refused;
+  auto written = append(t, expected_rev);
+  if (written) it->second = lease_renewed(it->second, fence);
+  return written;
+}
+
+stored<thread_lease> memory_store::acquire_lease(const std::string& thread_id, const std::string& owner,
+                                                 std::int64_t now_ms, std::chrono::milliseconds ttl) {
+  std::lock_guard lock(leases_mutex_);
+  auto it = leases_.find(thread_id);
+  auto taken = lease_taken(it == leases_.end() ? std::nullopt : std::optional<thread_lease>(it->second), thread_id,
+                           owner, now_ms, ttl);
+  if (taken) leases_[thread_id] = *taken;
+  return taken;
+}
+
+void memory_store::release_lease(const std::string& thread_id, const thread_lease& held) {
+  std::lock_guard lock(leases_mutex_);
+  if (auto it = leases_.find(thread_id); it != leases_.end()) it->second = lease_released(it->second, held);
+}
+
 stored<std::uint64_t> memory_store::append(const thread_view& t, std::uint64_t expected_rev) {
   std::size_t stored_size = 0;
   {

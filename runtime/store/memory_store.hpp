@@ -5,6 +5,7 @@
 
 #include "runtime/random_ids.hpp"
 #include "runtime/store/conversation_store.hpp"
+#include "runtime/store/thread_lease.hpp"
 #include "runtime/store/thread_store.hpp"
 
 #include <array>
@@ -20,6 +21,11 @@ class memory_store final : public thread_store, public conversation_store {
   stored<thread> load(const std::string& thread_id) override;
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override;
   commit_path path() const override { return commit_path::immediate; }
+  stored<std::uint64_t> append_fenced(const thread_view& t, std::uint64_t expected_rev,
+                                      const thread_lease& fence) override;
+  stored<thread_lease> acquire_lease(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
+                                     std::chrono::milliseconds ttl) override;
+  void release_lease(const std::string& thread_id, const thread_lease& held) override;
   std::vector<std::string> list() override;
   bool remove(const std::string& thread_id) override;
 
@@ -47,6 +53,11 @@ class memory_store final : public thread_store, public conversation_store {
   std::map<std::string, conversation> conversations_;                    // by id
   std::unordered_map<std::string, std::string> conversation_of_thread_;  // thread id → conversation id
   std::atomic<bool> has_conversations_{false};
+
+  // Leases (for owners in this process only: the store is its memory). Taken
+  // before a shard's lock, never after.
+  std::mutex leases_mutex_;
+  std::unordered_map<std::string, thread_lease> leases_;
   random_ids ids_;
 };
 

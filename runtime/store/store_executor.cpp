@@ -17,9 +17,11 @@ store_error not_run(store_job_status why, std::chrono::milliseconds deadline) {
 namespace {
 
 // A store that throws (it should answer with an error) still answers.
-stored<std::uint64_t> guarded_append(thread_store& store, const thread_view& t, std::uint64_t expected_rev) {
+stored<std::uint64_t> guarded_append(thread_store& store, const thread_view& t, std::uint64_t expected_rev,
+                                     const std::optional<thread_lease>& fence) {
   std::optional<stored<std::uint64_t>> out;
-  if (auto what = thrown_by([&] { out = store.append(t, expected_rev); }))
+  if (auto what = thrown_by(
+          [&] { out = fence ? store.append_fenced(t, expected_rev, *fence) : store.append(t, expected_rev); }))
     return store_error{"internal", "the store threw: " + *what + "; nothing of this commit was written"};
   return std::move(*out);
 }
@@ -41,25 +43,25 @@ store_executor::~store_executor() {
   }
   wake_.notify_all();
   for (auto& t : threads_) t.join();
-  // Whatever is left is told so: its owner waits for an answer.
-  for (auto& q : queue_) thrown_by([&] { q.fn(store_job_status::stopping); });
 }
 
-void store_executor::append(thread_view t, std::uint64_t expected_rev, append_done done) {
+void store_executor::append(thread_view t, std::uint64_t expected_rev, std::optional<thread_lease> fence,
+                            append_done done) {
   switch (path_) {
     case commit_path::immediate:
-      done(guarded_append(*store_, t, expected_rev));
+      done(guarded_append(*store_, t, expected_rev, fence));
       return;
     case commit_path::queued:
-      store_->append_queued(std::move(t), expected_rev, std::move(done));
+      store_->append_queued(std::move(t), expected_rev, fence ? &*fence : nullptr, std::move(done));
       return;
     case commit_path::blocking:
-      submit([this, t = std::move(t), expected_rev, done = std::move(done)](store_job_status why) {
+      submit([this, t = std::move(t), expected_rev, fence = std::move(fence),
+              done = std::move(done)](store_job_status why) {
         if (why != store_job_status::run) {
           done(not_run(why, options_.deadline));
           return;
         }
-        done(guarded_append(*store_, t, expected_rev));
+        done(guarded_append(*store_, t, expected_rev, fence));
       });
       return;
   }
@@ -89,7 +91,7 @@ void store_executor::loop() {
   std::unique_lock lock(mutex_);
   for (;;) {
     wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-    if (stopping_) return;  // the destructor answers what is queued
+    if (queue_.empty()) return;  // stopping, and nothing is left
     queued_job q = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();

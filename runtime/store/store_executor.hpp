@@ -11,6 +11,7 @@
 // executor's threads. Work that waited longer than the deadline for a
 // thread is not run: its owner is told the store did not answer in time.
 
+#include "runtime/store/thread_lease.hpp"
 #include "runtime/store/thread_store.hpp"
 
 #include <chrono>
@@ -20,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -45,7 +47,9 @@ class store_executor {
   using job = std::function<void(store_job_status)>;
 
   store_executor(std::shared_ptr<thread_store> store, store_executor_options options = {});
-  // Finishes running jobs; queued ones are called with `stopping`.
+  // Runs what is queued (late work is told so), then stops: the last things
+  // an owner hands over at shutdown, such as giving up its leases, still
+  // reach the store.
   ~store_executor();
   store_executor(const store_executor&) = delete;
   store_executor& operator=(const store_executor&) = delete;
@@ -55,10 +59,12 @@ class store_executor {
   // The store answers at once: commit inline, no round trip through a thread.
   bool immediate() const { return path_ == commit_path::immediate; }
 
-  // Commits as thread_store::append does; `done` gets the outcome on a store
-  // thread (or at once, for an immediate store).
-  void append(thread_view t, std::uint64_t expected_rev, append_done done);
-  // Runs `j` on a store thread, exactly once: with `run`, or with why not.
+  // Commits as thread_store::append does (append_fenced, given the lease it
+  // holds); `done` gets the outcome on a store thread (or at once, for an
+  // immediate store).
+  void append(thread_view t, std::uint64_t expected_rev, std::optional<thread_lease> fence, append_done done);
+  // Runs `j` on a store thread, exactly once: with `run`, or with why not
+  // (`stopping` only for work handed over after the executor began to stop).
   void submit(job j);
 
   std::size_t threads() const { return threads_.size(); }

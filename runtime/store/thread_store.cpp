@@ -1,5 +1,7 @@
 #include "runtime/store/thread_store.hpp"
 
+#include "runtime/store/thread_lease.hpp"
+
 #include <stdexcept>
 
 namespace troupe {
@@ -8,9 +10,22 @@ void throw_exception_from_error(const store_error& e, const boost::source_locati
   throw std::runtime_error("thread store: " + e.type + ": " + e.message);
 }
 
-void thread_store::append_queued(thread_view t, std::uint64_t expected_rev, append_done done) {
-  done(append(t, expected_rev));
+stored<std::uint64_t> thread_store::append_fenced(const thread_view& t, std::uint64_t expected_rev,
+                                                  const thread_lease&) {
+  return append(t, expected_rev);
 }
+
+void thread_store::append_queued(thread_view t, std::uint64_t expected_rev, const thread_lease* fence,
+                                 append_done done) {
+  done(fence ? append_fenced(t, expected_rev, *fence) : append(t, expected_rev));
+}
+
+stored<thread_lease> thread_store::acquire_lease(const std::string&, const std::string& owner, std::int64_t now_ms,
+                                                 std::chrono::milliseconds ttl) {
+  return thread_lease{owner, 1, now_ms + ttl.count()};
+}
+
+void thread_store::release_lease(const std::string&, const thread_lease&) {}
 
 stored<thread> thread_store::fork(const std::string& thread_id, std::uint64_t at_seq, const std::string& new_id,
                                   std::int64_t now_ms) {

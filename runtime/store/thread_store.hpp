@@ -7,6 +7,7 @@
 
 #include <boost/system/result.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -19,6 +20,8 @@ struct store_error {
   // "not_found", "conflict" (a stale writer, or an id already taken),
   // "invalid" (a request that can never succeed, e.g. a fork point past the
   // end), "corrupt" (stored data troupe cannot read), "io" (disk, connection),
+  // "owned" (a thread whose lease another owner holds), "fenced" (a commit
+  // under a lease that is no longer the thread's: nothing was written),
   // "internal" (the store itself threw, e.g. out of memory; nothing of that
   // call was written), "timeout" (the store did not answer within its
   // deadline: a commit waited too long for a writer, a statement ran past
@@ -43,6 +46,8 @@ enum class commit_path {
 
 using append_done = std::function<void(stored<std::uint64_t>)>;
 
+struct thread_lease;  // thread_lease.hpp
+
 struct commit_batching {
   std::uint64_t transactions = 0;
   std::uint64_t commits = 0;
@@ -63,10 +68,24 @@ class thread_store {
   // is the rev the writer last saw (0 for a thread new to the store); any
   // other stored rev is a conflict and nothing is written.
   virtual stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) = 0;
-  // append() without waiting, for `queued` stores: `done` gets the outcome
-  // on a store thread, possibly before this returns. The default runs
-  // append() on the caller's thread.
-  virtual void append_queued(thread_view t, std::uint64_t expected_rev, append_done done);
+  // append() by the holder of the thread's lease (thread_lease.hpp): refused
+  // as "fenced" unless `fence` is the thread's current lease, which it
+  // renews. The default, for stores that keep no leases, is append().
+  virtual stored<std::uint64_t> append_fenced(const thread_view& t, std::uint64_t expected_rev,
+                                              const thread_lease& fence);
+  // append() (or append_fenced(), given a fence) without waiting, for
+  // `queued` stores: `done` gets the outcome on a store thread, possibly
+  // before this returns. The default runs it on the caller's thread.
+  virtual void append_queued(thread_view t, std::uint64_t expected_rev, const thread_lease* fence, append_done done);
+
+  // Takes the lease of `thread_id` for `owner` until now_ms + ttl, with a
+  // new epoch; "owned" while another owner's lease is live. The default,
+  // for stores that keep no leases (one process), always grants epoch 1.
+  virtual stored<thread_lease> acquire_lease(const std::string& thread_id, const std::string& owner,
+                                             std::int64_t now_ms, std::chrono::milliseconds ttl);
+  // Gives a lease up early, so that another owner need not wait for it to
+  // expire; nothing if `held` is no longer the thread's lease.
+  virtual void release_lease(const std::string& thread_id, const thread_lease& held);
   virtual std::vector<std::string> list() = 0;
   virtual bool remove(const std::string& thread_id) = 0;
 

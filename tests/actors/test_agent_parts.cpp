@@ -56,7 +56,7 @@ TEST_CASE("a thread's asks run one at a time, in order, up to a bound") {
 TEST_CASE("the thread table unloads idle threads, least recently used first") {
   thread_table<slot> table({.max_loaded = 2, .idle_after = std::chrono::milliseconds(1000)});
   std::vector<std::string> unloaded;
-  auto note = [&](const std::string& id) { unloaded.push_back(id); };
+  auto note = [&](const std::string& id, const auto&) { unloaded.push_back(id); };
   table.insert("a", {}, 0);
   table.insert("b", {}, 1);
   table.insert("c", {}, 2);

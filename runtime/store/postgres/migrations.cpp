@@ -95,6 +95,75 @@ constexpr const char* migrations[] = {
   END
   $$;
 )",
+    // 2: leases (thread_lease.hpp). A commit may carry its writer's lease:
+    // then it goes in only if that is the thread's current lease, checked
+    // under the lease row's lock in the commit's own transaction, and it
+    // renews it. Taking and giving up a lease are done by the client, with
+    // the same row lock.
+    R"(
+  CREATE TABLE leases (
+    thread_id text PRIMARY KEY,
+    owner text NOT NULL,
+    epoch bigint NOT NULL,
+    expires_at bigint NOT NULL
+  );
+  DROP FUNCTION troupe_append(text, bigint, bigint, bigint, bigint, bigint, json, bigint, json, bigint, text, bigint);
+  CREATE FUNCTION troupe_append(p_id text, p_expected bigint, p_rev bigint, p_size bigint, p_created bigint,
+                                p_updated bigint, p_metadata json, p_first bigint, p_entries json,
+                                p_last_message_at bigint, p_title text, p_now bigint,
+                                p_owner text, p_epoch bigint, p_lease_until bigint)
+  RETURNS TABLE (status text, stored_rev bigint, stored_size bigint, holder text)
+  LANGUAGE plpgsql AS $$
+  DECLARE
+    cur_rev bigint;
+    cur_size bigint;
+    cur_owner text;
+    cur_epoch bigint;
+  BEGIN
+    IF p_owner IS NOT NULL THEN
+      SELECT l.owner, l.epoch INTO cur_owner, cur_epoch FROM leases l WHERE l.thread_id = p_id FOR UPDATE;
+      IF NOT FOUND OR cur_owner <> p_owner OR cur_epoch <> p_epoch THEN
+        RETURN QUERY SELECT 'fenced'::text, COALESCE(cur_epoch, 0), 0::bigint, COALESCE(cur_owner, '');
+        RETURN;
+      END IF;
+    END IF;
+    SELECT t.rev, t.size INTO cur_rev, cur_size FROM threads t WHERE t.id = p_id FOR UPDATE;
+    IF NOT FOUND THEN
+      IF p_expected <> 0 THEN
+        RETURN QUERY SELECT 'conflict'::text, 0::bigint, 0::bigint, ''::text;
+        RETURN;
+      END IF;
+      INSERT INTO threads AS t (id, rev, size, created_at, updated_at, metadata)
+        VALUES (p_id, 0, 0, p_created, p_updated, p_metadata) ON CONFLICT (id) DO NOTHING;
+      SELECT t.rev, t.size INTO cur_rev, cur_size FROM threads t WHERE t.id = p_id FOR UPDATE;
+    END IF;
+    IF cur_rev <> p_expected OR p_size < cur_size THEN
+      RETURN QUERY SELECT 'conflict'::text, cur_rev, cur_size, ''::text;
+      RETURN;
+    END IF;
+    IF cur_size <> p_first THEN
+      RETURN QUERY SELECT 'resend'::text, cur_rev, cur_size, ''::text;
+      RETURN;
+    END IF;
+    INSERT INTO entries (thread_id, seq, id, at, kind, payload, refs)
+      SELECT p_id, e.seq, e.id, e.at, e.kind, e.payload::json, e.refs::json
+      FROM json_to_recordset(p_entries) AS e(seq bigint, id text, at bigint, kind text, payload text, refs text);
+    UPDATE threads t SET rev = p_rev, size = p_size, updated_at = p_updated, metadata = p_metadata
+      WHERE t.id = p_id;
+    IF p_last_message_at IS NOT NULL OR p_title IS NOT NULL THEN
+      UPDATE conversations c
+        SET last_message_at = GREATEST(c.last_message_at, COALESCE(p_last_message_at, 0)),
+            title = CASE WHEN c.title = '' AND p_title IS NOT NULL THEN p_title ELSE c.title END,
+            updated_at = p_now
+        WHERE c.thread_id = p_id;
+    END IF;
+    IF p_owner IS NOT NULL THEN
+      UPDATE leases l SET expires_at = GREATEST(l.expires_at, p_lease_until) WHERE l.thread_id = p_id;
+    END IF;
+    RETURN QUERY SELECT 'ok'::text, p_rev, p_size, ''::text;
+  END
+  $$;
+)",
 };
 static_assert(std::size(migrations) == schema_version);
 

@@ -15,6 +15,7 @@
 
 #include "runtime/random_ids.hpp"
 #include "runtime/store/conversation_store.hpp"
+#include "runtime/store/thread_lease.hpp"
 #include "runtime/store/thread_store.hpp"
 
 #include <chrono>
@@ -51,6 +52,11 @@ class postgres_store final : public thread_store, public conversation_store {
 
   stored<thread> load(const std::string& thread_id) override;
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override;
+  stored<std::uint64_t> append_fenced(const thread_view& t, std::uint64_t expected_rev,
+                                      const thread_lease& fence) override;
+  stored<thread_lease> acquire_lease(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
+                                     std::chrono::milliseconds ttl) override;
+  void release_lease(const std::string& thread_id, const thread_lease& held) override;
   std::vector<std::string> list() override;
   bool remove(const std::string& thread_id) override;
 
@@ -63,9 +69,11 @@ class postgres_store final : public thread_store, public conversation_store {
   stored<conversation> archive_conversation(const std::string& conversation_id) override;
   stored<void> delete_conversation(const std::string& conversation_id) override;
 
-  static constexpr int schema_version = 1;
+  static constexpr int schema_version = 2;
 
  private:
+  stored<std::uint64_t> append_as(const thread_view& t, std::uint64_t expected_rev, const thread_lease* fence);
+
   std::unique_ptr<postgres::connection_pool> pool_;
 
   std::mutex ids_mutex_;

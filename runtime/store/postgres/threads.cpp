@@ -68,6 +68,16 @@ stored<thread> postgres_store::load(const std::string& thread_id) {
 }
 
 stored<std::uint64_t> postgres_store::append(const thread_view& t, std::uint64_t expected_rev) {
+  return append_as(t, expected_rev, nullptr);
+}
+
+stored<std::uint64_t> postgres_store::append_fenced(const thread_view& t, std::uint64_t expected_rev,
+                                                    const thread_lease& fence) {
+  return append_as(t, expected_rev, &fence);
+}
+
+stored<std::uint64_t> postgres_store::append_as(const thread_view& t, std::uint64_t expected_rev,
+                                                const thread_lease* fence) {
   lease l(*pool_);
   if (!l) return l.failure();
   PGconn* c = l.get();
@@ -82,14 +92,24 @@ stored<std::uint64_t> postgres_store::append(const thread_view& t, std::uint64_t
     const conversation_touch touch = touch_from(fresh);
     result r = run(
         c,
-        "SELECT status, stored_rev, stored_size FROM troupe_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        "SELECT status, stored_rev, stored_size, holder FROM troupe_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
+        "$11, $12, $13, $14, $15)",
         {t.id(), std::to_string(expected_rev), std::to_string(t.rev()), std::to_string(t.size()),
          std::to_string(t.created_at()), std::to_string(t.updated_at()), metadata, std::to_string(first),
          entries_json(fresh), touch.last_message_at ? param(std::to_string(*touch.last_message_at)) : std::nullopt,
-         touch.title, std::to_string(wall_clock_ms())});
+         touch.title, std::to_string(wall_clock_ms()), fence ? param(fence->owner) : std::nullopt,
+         fence ? param(std::to_string(fence->epoch)) : std::nullopt,
+         fence ? param(std::to_string(fence->expires_at_ms)) : std::nullopt});
     if (!r.ok()) return r.error(c, "append to " + t.id());
     const std::string status = r.text(0, 0);
     if (status == "ok") return t.rev();
+    if (status == "fenced") {
+      const std::string holder = r.text(0, 3);
+      return *fence_refusal(holder.empty() ? std::nullopt
+                                           : std::optional<thread_lease>(thread_lease{
+                                                 holder, static_cast<std::uint64_t>(r.int64(0, 1)), 0}),
+                            t.id(), *fence);
+    }
     if (status == "conflict")
       return store_error{"conflict",
                          "thread " + t.id() + " is at rev " + r.text(0, 1) + ", not " + std::to_string(expected_rev)};
@@ -117,6 +137,67 @@ bool postgres_store::remove(const std::string& thread_id) {
                  "DELETE FROM threads WHERE id = $1",
                  {thread_id});
   return r.ok() && r.affected() != "0";
+}
+
+namespace {
+
+// The lease row of a thread, locked for this transaction; a placeholder row
+// (epoch 0, expired) is made first for a thread never leased, so that two
+// owners taking it at once queue on the same lock.
+stored<std::optional<thread_lease>> locked_lease(PGconn* c, const std::string& thread_id) {
+  result made = run(c, "INSERT INTO leases (thread_id, owner, epoch, expires_at) VALUES ($1, '', 0, 0) "
+                       "ON CONFLICT (thread_id) DO NOTHING", {thread_id});
+  if (!made.ok()) return made.error(c, "lease " + thread_id);
+  result r = run(c, "SELECT owner, epoch, expires_at FROM leases WHERE thread_id = $1 FOR UPDATE", {thread_id});
+  if (!r.ok()) return r.error(c, "lease " + thread_id);
+  if (r.rows() == 0 || r.int64(0, 1) == 0) return std::optional<thread_lease>();
+  return std::optional<thread_lease>(
+      thread_lease{r.text(0, 0), static_cast<std::uint64_t>(r.int64(0, 1)), r.int64(0, 2)});
+}
+
+// Runs `body` in a transaction of its own on `c`: committed if it returns
+// no error, rolled back otherwise.
+template <class Body>
+std::optional<store_error> in_transaction(PGconn* c, const std::string& what, Body&& body) {
+  if (result b = run(c, "BEGIN"); !b.ok()) return b.error(c, what);
+  std::optional<store_error> e = body();
+  if (!e) {
+    result done = run(c, "COMMIT");
+    if (done.ok()) return std::nullopt;
+    e = done.error(c, what);
+  }
+  run(c, "ROLLBACK");
+  return e;
+}
+
+}  // namespace
+
+stored<thread_lease> postgres_store::acquire_lease(const std::string& thread_id, const std::string& owner,
+                                                   std::int64_t now_ms, std::chrono::milliseconds ttl) {
+  lease l(*pool_);
+  if (!l) return l.failure();
+  PGconn* c = l.get();
+  std::optional<stored<thread_lease>> out;
+  auto e = in_transaction(c, "lease " + thread_id, [&]() -> std::optional<store_error> {
+    auto current = locked_lease(c, thread_id);
+    if (!current) return current.error();
+    out = lease_taken(*current, thread_id, owner, now_ms, ttl);
+    if (!*out) return (*out).error();  // refused: nothing to keep
+    result w = run(c, "UPDATE leases SET owner = $2, epoch = $3, expires_at = $4 WHERE thread_id = $1",
+                   {thread_id, (*out)->owner, std::to_string((*out)->epoch), std::to_string((*out)->expires_at_ms)});
+    if (!w.ok()) return w.error(c, "lease " + thread_id);
+    return std::nullopt;
+  });
+  if (out && !*out) return std::move(*out);
+  if (e) return *e;
+  return std::move(*out);
+}
+
+void postgres_store::release_lease(const std::string& thread_id, const thread_lease& held) {
+  lease l(*pool_);
+  if (!l) return;  // a lease not given up expires all the same
+  run(l.get(), "UPDATE leases SET expires_at = 0 WHERE thread_id = $1 AND owner = $2 AND epoch = $3",
+      {thread_id, held.owner, std::to_string(held.epoch)});
 }
 
 }  // namespace troupe

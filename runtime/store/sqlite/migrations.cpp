@@ -50,6 +50,16 @@ constexpr const char* migrations[] = {
     ON conversations (user_id, last_message_at DESC, created_at DESC) WHERE archived = 0;
   CREATE INDEX entries_messages ON entries (thread_id, seq) WHERE kind = 'message';
 )",
+    // 3: leases, one row per thread ever leased (thread_lease.hpp); a
+    // released lease keeps its epoch, with expires_at 0.
+    R"(
+  CREATE TABLE leases (
+    thread_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+)",
 };
 static_assert(std::size(migrations) == schema_version);
 

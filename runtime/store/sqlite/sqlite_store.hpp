@@ -16,6 +16,7 @@
 #include "runtime/random_ids.hpp"
 #include "runtime/store/conversation_store.hpp"
 #include "runtime/store/sqlite/group_commit.hpp"
+#include "runtime/store/thread_lease.hpp"
 #include "runtime/store/thread_store.hpp"
 
 #include <memory>
@@ -51,7 +52,14 @@ class sqlite_store final : public thread_store, public conversation_store {
   // Commits from agents queue for the writer thread's next transaction.
   commit_path path() const override { return commit_path::queued; }
   std::optional<commit_batching> batching() const override;
-  void append_queued(thread_view t, std::uint64_t expected_rev, append_done done) override;
+  stored<std::uint64_t> append_fenced(const thread_view& t, std::uint64_t expected_rev,
+                                      const thread_lease& fence) override;
+  void append_queued(thread_view t, std::uint64_t expected_rev, const thread_lease* fence,
+                     append_done done) override;
+  // Leases are written by the writer, in the group commit's transactions.
+  stored<thread_lease> acquire_lease(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
+                                     std::chrono::milliseconds ttl) override;
+  void release_lease(const std::string& thread_id, const thread_lease& held) override;
   std::vector<std::string> list() override;
   bool remove(const std::string& thread_id) override;
 
@@ -67,7 +75,7 @@ class sqlite_store final : public thread_store, public conversation_store {
   using commit_stats = sqlite::commit_stats;
   commit_stats stats() const;
 
-  static constexpr int schema_version = 2;
+  static constexpr int schema_version = 3;
 
  private:
   // Runs `work` in the next group transaction; its error, or the

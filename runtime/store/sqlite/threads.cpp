@@ -71,18 +71,47 @@ stored<thread> sqlite_store::load(const std::string& thread_id) {
 
 namespace {
 
+// The thread's lease as the writer's transaction sees it; none if never
+// leased. Reading it inside the transaction is what makes the fence hold.
+stored<std::optional<thread_lease>> lease_in(connection& c, const std::string& thread_id) {
+  statement s(c, "SELECT owner, epoch, expires_at FROM leases WHERE thread_id = ?");
+  if (!s) return c.io_error("read the lease of " + thread_id);
+  s.bind(1, thread_id);
+  const int rc = s.step();
+  if (rc == SQLITE_DONE) return std::optional<thread_lease>();
+  if (rc != SQLITE_ROW) return c.io_error("read the lease of " + thread_id);
+  return std::optional<thread_lease>(
+      thread_lease{s.text(0), static_cast<std::uint64_t>(s.int64(1)), s.int64(2)});
+}
+
+std::optional<store_error> write_lease(connection& c, const std::string& thread_id, const thread_lease& l) {
+  statement s(c,
+              "INSERT INTO leases (thread_id, owner, epoch, expires_at) VALUES (?, ?, ?, ?) "
+              "ON CONFLICT(thread_id) DO UPDATE SET owner = excluded.owner, epoch = excluded.epoch, "
+              "expires_at = excluded.expires_at");
+  if (!s) return c.io_error("write the lease of " + thread_id);
+  s.bind(1, thread_id);
+  s.bind(2, l.owner);
+  s.bind(3, static_cast<std::int64_t>(l.epoch));
+  s.bind(4, l.expires_at_ms);
+  if (s.step() != SQLITE_DONE) return c.io_error("write the lease of " + thread_id);
+  return std::nullopt;
+}
+
 // A commit of `t` as the writer runs it: everything it needs, serialised
 // before it queues (the writer's transaction does only SQL), and owned, so
 // that it can wait in the queue after its caller has gone on.
 struct append_job {
   thread_view t;
   std::uint64_t expected_rev;
+  std::optional<thread_lease> fence;
   std::size_t first_new;
   std::vector<entry_row> rows;
   conversation_touch touch;
   std::string metadata;
 
-  append_job(thread_view view, std::uint64_t expected) : t(std::move(view)), expected_rev(expected) {
+  append_job(thread_view view, std::uint64_t expected, const thread_lease* lease)
+      : t(std::move(view)), expected_rev(expected), fence(lease ? std::optional<thread_lease>(*lease) : std::nullopt) {
     // rev grows by one per entry, so the writer's new entries are its last
     // (rev - expected_rev); serialise those outside the transaction. The
     // stored size is checked inside it all the same.
@@ -95,6 +124,12 @@ struct append_job {
 
   std::optional<store_error> operator()(connection& c) {
     const std::string what = "append to " + t.id();
+    if (fence) {
+      auto current = lease_in(c, t.id());
+      if (!current) return current.error();
+      if (auto refused = fence_refusal(*current, t.id(), *fence)) return refused;
+      if (auto e = write_lease(c, t.id(), lease_renewed(**current, *fence))) return e;
+    }
     std::uint64_t stored_rev = 0, stored_size = 0;
     {
       statement s(c, "SELECT rev, size FROM threads WHERE id = ?");
@@ -159,17 +194,26 @@ struct append_job {
 }  // namespace
 
 stored<std::uint64_t> sqlite_store::append(const thread_view& t, std::uint64_t expected_rev) {
-  append_job job(t, expected_rev);
+  append_job job(t, expected_rev, nullptr);
   const sqlite::write_work work = [&job](connection& c) { return job(c); };
   if (auto e = write(work)) return *e;
   return t.rev();
 }
 
-void sqlite_store::append_queued(thread_view t, std::uint64_t expected_rev, append_done done) {
+stored<std::uint64_t> sqlite_store::append_fenced(const thread_view& t, std::uint64_t expected_rev,
+                                                  const thread_lease& fence) {
+  append_job job(t, expected_rev, &fence);
+  const sqlite::write_work work = [&job](connection& c) { return job(c); };
+  if (auto e = write(work)) return *e;
+  return t.rev();
+}
+
+void sqlite_store::append_queued(thread_view t, std::uint64_t expected_rev, const thread_lease* fence,
+                                 append_done done) {
   const std::uint64_t rev = t.rev();
   std::shared_ptr<append_job> job;
   try {
-    job = std::make_shared<append_job>(std::move(t), expected_rev);
+    job = std::make_shared<append_job>(std::move(t), expected_rev, fence);
   } catch (const std::exception& e) {
     done(store_error{"internal", std::string("the commit could not be prepared: ") + e.what()});
     return;
@@ -193,6 +237,30 @@ bool sqlite_store::remove(const std::string& thread_id) {
   bool existed = false;
   const auto e = write([&](connection& c) { return sqlite::delete_thread(c, thread_id, existed); });
   return !e && existed;
+}
+
+stored<thread_lease> sqlite_store::acquire_lease(const std::string& thread_id, const std::string& owner,
+                                                 std::int64_t now_ms, std::chrono::milliseconds ttl) {
+  std::optional<stored<thread_lease>> out;
+  const sqlite::write_work work = [&](connection& c) -> std::optional<store_error> {
+    auto current = lease_in(c, thread_id);
+    if (!current) return current.error();
+    out = lease_taken(*current, thread_id, owner, now_ms, ttl);
+    if (!*out) return std::nullopt;  // refused: nothing to write
+    return write_lease(c, thread_id, **out);
+  };
+  if (auto e = write(work)) return *e;
+  return std::move(*out);
+}
+
+void sqlite_store::release_lease(const std::string& thread_id, const thread_lease& held) {
+  const sqlite::write_work work = [&](connection& c) -> std::optional<store_error> {
+    auto current = lease_in(c, thread_id);
+    if (!current) return current.error();
+    if (!*current) return std::nullopt;
+    return write_lease(c, thread_id, lease_released(**current, held));
+  };
+  write(work);  // a lease not given up expires all the same
 }
 
 }  // namespace troupe

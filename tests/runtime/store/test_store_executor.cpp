@@ -40,7 +40,7 @@ class blocking_store final : public thread_store {
 std::future<stored<std::uint64_t>> commit(store_executor& stores, const thread_view& t, std::uint64_t rev) {
   auto done = std::make_shared<std::promise<stored<std::uint64_t>>>();
   auto f = done->get_future();
-  stores.append(t, rev, [done](stored<std::uint64_t> r) { done->set_value(std::move(r)); });
+  stores.append(t, rev, std::nullopt, [done](stored<std::uint64_t> r) { done->set_value(std::move(r)); });
   return f;
 }
 
