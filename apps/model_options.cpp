@@ -43,6 +43,11 @@ void add_model_options(CLI::App& c, model_options& o, bool conversation) {
       ->check(CLI::PositiveNumber & CLI::Range(0.0, 1.0));
   if (!conversation) return;
   add_store_option(c, o.store);
+  c.add_option("--lease-ttl", o.lease_ttl_seconds,
+               "Seconds this process's hold on a thread lasts without a commit; after a crash, another process "
+               "takes the thread over once it runs out")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   c.add_option("--user", o.user,
                "Continue this user's conversation (with --platform and --chat-id) instead of --thread");
   c.add_option("--platform", o.platform, "The conversation's platform: cli, web_chat, telegram, whatsapp, …")
@@ -196,8 +201,11 @@ cli_session::cli_session(const model_options& o, const std::string& default_stor
     conv = std::move(*c);
     thread_id = conv->thread_id;
   }
-  rt = std::make_unique<runtime>(
-      runtime_options{.provider = m.provider, .store = store.threads, .telemetry = std::make_shared<log_sink>(false)});
+  rt = std::make_unique<runtime>(runtime_options{
+      .provider = m.provider,
+      .store = store.threads,
+      .telemetry = std::make_shared<log_sink>(false),
+      .lease_ttl = std::chrono::milliseconds(static_cast<std::int64_t>(o.lease_ttl_seconds * 1000))});
   rt->tools().add(calculator_tool());
   rt->tools().add(current_time_tool());
   agent_spec spec;

@@ -25,6 +25,7 @@ struct model_options {
   std::string thread;
   int max_iterations = 10;
   double timeout_seconds = 300;
+  double lease_ttl_seconds = 60;  // how long another process waits for a thread this one stopped renewing
   int retries = 3;
   bool no_stream = false;
   std::string script;

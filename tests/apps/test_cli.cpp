@@ -17,7 +17,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
+#include <vector>
 
 using namespace troupe::testing;
 namespace json = boost::json;
@@ -444,4 +446,139 @@ TEST_CASE("troupe ask continues a conversation kept in PostgreSQL") {
   CHECK(second.at("entries").as_array().size() == 4);
   const json::value listed = run_json("conversations list --json --user " + user + " --store " + server);
   CHECK(listed.at("conversations").at(0).at("title") == "First question");
+}
+
+// One writer per thread across processes: real troupe processes on one store.
+
+namespace {
+
+// The thread as the store holds it, read by a third process.
+json::array stored_entries(const std::string& store, const std::string& thread_id) {
+  const json::value shown = run_json("threads show " + thread_id + " --json --store " + store);
+  return shown.at("entries").as_array();
+}
+
+// Every entry in seq order from 0, each id once.
+void check_contiguous(const json::array& entries) {
+  std::set<std::string> ids;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    CHECK(entries[i].at("seq").to_number<std::int64_t>() == static_cast<std::int64_t>(i));
+    CHECK(ids.insert(std::string(entries[i].at("id").as_string())).second);
+  }
+}
+
+// `n` troupe asks on one thread at once; the JSON each printed.
+std::vector<json::value> concurrent_asks(const std::string& store, const std::string& script_flags, int n) {
+  const auto dir = std::filesystem::temp_directory_path() / ("troupe-cli-race-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string command;
+  for (int i = 0; i < n; ++i)
+    command += std::string(TROUPE_BINARY) + " ask --json --timeout 60 --thread shared --store '" + store + "' " +
+               script_flags + " 'question " + std::to_string(i) + "' > " + (dir / std::to_string(i)).string() +
+               " 2>/dev/null & ";
+  command += "wait";
+  REQUIRE(std::system(command.c_str()) == 0);
+  std::vector<json::value> out;
+  for (int i = 0; i < n; ++i) {
+    std::ifstream in(dir / std::to_string(i));
+    std::stringstream text;
+    text << in.rdbuf();
+    INFO("ask " << i << " printed: " << text.str());
+    boost::system::error_code ec;
+    out.push_back(json::parse(text.str(), ec));
+    REQUIRE(!ec);
+  }
+  std::filesystem::remove_all(dir);
+  return out;
+}
+
+void check_race(const std::string& store, const std::string& script_flags) {
+  const std::vector<json::value> results = concurrent_asks(store, script_flags, 12);
+  int answered = 0;
+  for (const json::value& r : results) {
+    if (r.at("status") == "completed") {
+      ++answered;
+      continue;
+    }
+    // Every conflict is a typed error, and says who holds the thread.
+    CHECK(r.at("error").at("type") == "thread_owned_elsewhere");
+  }
+  CHECK(answered >= 1);
+  const json::array entries = stored_entries(store, "shared");
+  check_contiguous(entries);
+  CHECK(entries.size() == static_cast<std::size_t>(2 * answered));  // each answered ask: its question and answer
+}
+
+}  // namespace
+
+TEST_CASE("troupe processes asking on one thread at once: one writes at a time, the others are told who") {
+  echo_script script;
+  SECTION("on one SQLite file") {
+    temp_db db;
+    check_race(db.uri(), script.flags());
+  }
+  SECTION("on one PostgreSQL database") {
+    const char* server = std::getenv("TROUPE_TEST_POSTGRES");
+    if (!server) {
+      std::cout << "troupe-skip: no PostgreSQL server (TROUPE_TEST_POSTGRES is unset)" << std::endl;
+      return;
+    }
+    // A schema of this test's own, so that the thread starts empty.
+    const std::string schema = "troupe_race_" + std::to_string(::getpid());
+    REQUIRE(std::system(("psql -q '" + std::string(server) + "' -c 'CREATE SCHEMA " + schema + "' >/dev/null").c_str()) ==
+            0);
+    const std::string separator = std::string(server).find('?') == std::string::npos ? "?" : "&";
+    check_race(std::string(server) + separator + "options=-csearch_path%3D" + schema, script.flags());
+    std::system(("psql -q '" + std::string(server) + "' -c 'DROP SCHEMA " + schema + " CASCADE' >/dev/null 2>&1").c_str());
+  }
+}
+
+TEST_CASE("a troupe process killed mid-turn: another takes its thread over once the lease runs out") {
+  temp_db db;
+  echo_script script;
+  const auto slow = std::filesystem::temp_directory_path() / ("troupe-cli-slow-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(slow) << R"([{"text": "never", "delay_ms": 600000}])";
+
+  // The owner: its question is committed, then it waits for a model that never answers.
+  const pid_t owner = ::fork();
+  if (owner == 0) {
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    ::dup2(devnull, 1);
+    ::dup2(devnull, 2);
+    ::execl(TROUPE_BINARY, TROUPE_BINARY, "ask", "--lease-ttl", "2", "--thread", "t", "--store", db.uri().c_str(),
+            "--script", slow.c_str(), "first question", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  REQUIRE(owner > 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (run_troupe("threads show t --json --store " + db.uri()).exit_code != 0) {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+  }
+  ::kill(owner, SIGKILL);
+  ::waitpid(owner, nullptr, 0);
+  const auto killed_at = std::chrono::steady_clock::now();
+
+  const std::string ask = "ask --json --thread t --store " + db.uri() + " " + script.flags() + " ";
+  const run_result refused = run_troupe(ask + "'second question'");
+  CHECK(refused.exit_code == 1);
+  CHECK(json::parse(refused.out).at("error").at("type") == "thread_owned_elsewhere");
+
+  // Within the lease time (2 s) of the kill, it is free.
+  json::value taken;
+  for (;;) {
+    const run_result r = run_troupe(ask + "'second question'");
+    if (r.exit_code == 0) {
+      taken = json::parse(r.out);
+      break;
+    }
+    REQUIRE(json::parse(r.out).at("error").at("type") == "thread_owned_elsewhere");
+    REQUIRE(std::chrono::steady_clock::now() - killed_at < std::chrono::seconds(10));
+  }
+  CHECK(taken.at("answer") == "Noted.");
+  const json::array entries = stored_entries(db.uri(), "t");
+  check_contiguous(entries);
+  REQUIRE(entries.size() == 3);  // the killed owner's question, then the new turn
+  CHECK(entries[0].at("payload").at("content") == "first question");
+  CHECK(entries[1].at("payload").at("content") == "second question");
+  std::filesystem::remove(slow);
 }

@@ -66,22 +66,34 @@ static_assert(std::size(migrations) == schema_version);
 }  // namespace
 
 void migrate(connection& c, const std::string& path) {
-  int version = 0;
-  {
-    statement s(c, "PRAGMA user_version");
-    if (s && s.step() == SQLITE_ROW) version = static_cast<int>(s.int64(0));
-  }
-  if (version > schema_version)
-    throw std::runtime_error("the store " + path + " has schema version " + std::to_string(version) +
-                             ", newer than this troupe's " + std::to_string(schema_version));
-  for (; version < schema_version; ++version) {
-    const std::string bump = "PRAGMA user_version = " + std::to_string(version + 1);
-    if (!c.exec("BEGIN IMMEDIATE") || !c.exec(migrations[version]) || !c.exec(bump.c_str()) || !c.exec("COMMIT")) {
+  // Each step reads the version inside its own write transaction: processes
+  // that open a new file at once wait for each other, and each migration
+  // runs once.
+  for (;;) {
+    auto fail = [&](const std::string& what) {
       const std::string why = sqlite3_errmsg(c.db());
       c.exec("ROLLBACK");
-      throw std::runtime_error("cannot migrate " + path + " to schema version " + std::to_string(version + 1) + ": " +
-                               why);
+      throw std::runtime_error("cannot " + what + " " + path + ": " + why);
+    };
+    if (!c.exec("BEGIN IMMEDIATE")) fail("lock");
+    int version = 0;
+    {
+      statement s(c, "PRAGMA user_version");
+      if (!s || s.step() != SQLITE_ROW) fail("read the schema version of");
+      version = static_cast<int>(s.int64(0));
     }
+    if (version > schema_version) {
+      c.exec("ROLLBACK");
+      throw std::runtime_error("the store " + path + " has schema version " + std::to_string(version) +
+                               ", newer than this troupe's " + std::to_string(schema_version));
+    }
+    if (version == schema_version) {
+      if (!c.exec("COMMIT")) fail("finish opening");
+      return;
+    }
+    const std::string bump = "PRAGMA user_version = " + std::to_string(version + 1);
+    if (!c.exec(migrations[version]) || !c.exec(bump.c_str()) || !c.exec("COMMIT"))
+      fail("migrate to schema version " + std::to_string(version + 1) + ":");
   }
 }
 

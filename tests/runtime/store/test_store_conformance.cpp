@@ -394,6 +394,89 @@ TEMPLATE_TEST_CASE("commits through the store executor answer as append() does, 
   }
 }
 
+TEMPLATE_TEST_CASE("a thread's lease: one owner at a time, a new epoch per take, commits only under the current one",
+                   "[store][leases]", memory_backend, sqlite_backend, postgres_backend) {
+  TestType backend;
+  REQUIRE_BACKEND(backend);
+  thread_store& store = backend.threads();
+  using std::chrono::milliseconds;
+  const milliseconds ttl(1'000);
+  sequential_ids ids;
+  thread t("leased", 1);
+  t.append(note(1), 1, ids);
+
+  const auto a = store.acquire_lease("leased", "A", 1'000, ttl);
+  REQUIRE(a.has_value());
+  CHECK(a->owner == "A");
+  CHECK(a->epoch == 1);
+  CHECK(a->expires_at_ms == 2'000);
+  REQUIRE(store.append_fenced(t, 0, *a).has_value());
+
+  SECTION("another owner is refused while the lease lives, and told who holds it") {
+    const auto b = store.acquire_lease("leased", "B", 1'500, ttl);
+    REQUIRE(!b.has_value());
+    CHECK(b.error().type == "owned");
+    CHECK_THAT(b.error().message, Catch::Contains("A"));
+  }
+  SECTION("a commit renews the lease it is made under") {
+    thread_lease renewing = *a;
+    renewing.expires_at_ms = 5'000;
+    t.append(note(2), 2, ids);
+    REQUIRE(store.append_fenced(t, 1, renewing).has_value());
+    CHECK(store.acquire_lease("leased", "B", 3'000, ttl).error().type == "owned");
+  }
+  SECTION("the same owner taking it again gets a new epoch, which fences its old one") {
+    const auto again = store.acquire_lease("leased", "A", 1'500, ttl);
+    REQUIRE(again.has_value());
+    CHECK(again->epoch == 2);
+    t.append(note(2), 2, ids);
+    const auto stale = store.append_fenced(t, 1, *a);
+    REQUIRE(!stale.has_value());
+    CHECK(stale.error().type == "fenced");
+    CHECK(store.load("leased")->size() == 1);  // nothing written
+    CHECK(store.append_fenced(t, 1, *again).has_value());
+  }
+  SECTION("once expired, another owner takes it with the next epoch, and the old holder can write no more") {
+    const auto b = store.acquire_lease("leased", "B", 2'001, ttl);
+    REQUIRE(b.has_value());
+    CHECK(b->owner == "B");
+    CHECK(b->epoch == 2);
+    t.append(note(2), 2, ids);
+    const auto late = store.append_fenced(t, 1, *a);
+    REQUIRE(!late.has_value());
+    CHECK(late.error().type == "fenced");
+    CHECK_THAT(late.error().message, Catch::Contains("B"));
+    CHECK(store.load("leased")->size() == 1);
+    CHECK(store.append_fenced(t, 1, *b).has_value());
+  }
+  SECTION("a lease given up may be taken at once; one given up by a stale holder stays") {
+    store.release_lease("leased", thread_lease{"A", 7, 0});  // not the current lease: nothing happens
+    CHECK(store.acquire_lease("leased", "B", 1'500, ttl).error().type == "owned");
+    store.release_lease("leased", *a);
+    const auto b = store.acquire_lease("leased", "B", 1'500, ttl);
+    REQUIRE(b.has_value());
+    CHECK(b->epoch == 2);
+  }
+  SECTION("a commit under no lease of a leased thread is fenced; unfenced commits are not checked") {
+    t.append(note(2), 2, ids);
+    CHECK(store.append_fenced(t, 1, thread_lease{"C", 1, 9'999}).error().type == "fenced");
+    CHECK(store.append(t, 1).has_value());  // tools that write without a lease (fork, import) are not agents
+  }
+  SECTION("queued commits carry the fence too") {
+    store_executor stores(backend.store, {.threads = 2});
+    const auto b = store.acquire_lease("leased", "B", 2'001, ttl);
+    REQUIRE(b.has_value());
+    t.append(note(2), 2, ids);
+    auto done = std::make_shared<std::promise<stored<std::uint64_t>>>();
+    auto f = done->get_future();
+    stores.append(t, 1, *a, [done](stored<std::uint64_t> r) { done->set_value(std::move(r)); });
+    REQUIRE(f.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+    const auto r = f.get();
+    REQUIRE(!r.has_value());
+    CHECK(r.error().type == "fenced");
+  }
+}
+
 TEMPLATE_TEST_CASE("a durable store keeps everything across a reopen, as after a restart", "[store]", sqlite_backend,
                    postgres_backend) {
   TestType backend;
