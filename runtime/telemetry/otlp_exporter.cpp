@@ -134,11 +134,29 @@ otlp_exporter::otlp_exporter(otlp_options options)
   worker_ = std::thread([this] { run(); });
 }
 
+struct otlp_exporter::pending_export {
+  std::mutex mutex;
+  std::condition_variable done;
+  bool finished = false;
+  bool delivered = false;
+  int status = 0;
+};
+
 otlp_exporter::~otlp_exporter() {
-  stop_by_ = steady::now() + options_.shutdown_timeout;
+  stop_by_ = (steady::now() + options_.shutdown_timeout).time_since_epoch().count();
   queue_.close();
+  {
+    // An export in flight now has a nearer deadline: its wait must see it.
+    std::lock_guard lock(pending_mutex_);
+    if (pending_) {
+      std::lock_guard inner(pending_->mutex);
+      pending_->done.notify_all();
+    }
+  }
   worker_.join();
 }
+
+steady::time_point otlp_exporter::stop_by() const { return steady::time_point(steady::duration(stop_by_.load())); }
 
 bool otlp_exporter::wants(telemetry_kind k) const { return ends_span(k); }
 
@@ -170,7 +188,7 @@ void otlp_exporter::run() {
       asked = flushes_asked_;
     }
     const bool flushing = closing || asked > flushes_done_;
-    const auto give_up = closing ? stop_by_ : steady::now() + options_.export_timeout;
+    const auto give_up = closing ? stop_by() : steady::now() + options_.export_timeout;
     if (!batch.empty()) send(std::move(batch), give_up);
     // A flush, or the end: everything queued goes now, batch after batch.
     while (flushing && queue_.size() > 0 && steady::now() < give_up)
@@ -204,14 +222,7 @@ void otlp_exporter::send(std::vector<telemetry_event> events, steady::time_point
   r.connect_timeout = r.first_byte_timeout = r.idle_timeout = r.total_timeout = budget;
   r.max_response_bytes = 64 * 1024;
 
-  struct outcome {
-    std::mutex mutex;
-    std::condition_variable done;
-    bool finished = false;
-    bool delivered = false;
-    int status = 0;
-  };
-  auto o = std::make_shared<outcome>();
+  auto o = std::make_shared<pending_export>();
   http_callbacks cb;
   cb.on_head = [o](const http_response_head& head) {
     std::lock_guard lock(o->mutex);
@@ -227,14 +238,28 @@ void otlp_exporter::send(std::vector<telemetry_event> events, steady::time_point
     o->done.notify_all();
   };
   requests_.fetch_add(1, std::memory_order_relaxed);
-  const std::uint64_t transfer = client_->start(std::move(r), std::move(cb));
-  std::unique_lock lock(o->mutex);
-  // The transfer's own timeouts end it in time; this wait is a second bound.
-  if (!o->done.wait_for(lock, budget + std::chrono::milliseconds(100), [&] { return o->finished; })) {
-    lock.unlock();
-    client_->cancel(transfer);
-    lock.lock();
+  {
+    std::lock_guard lock(pending_mutex_);
+    pending_ = o;
   }
+  const std::uint64_t transfer = client_->start(std::move(r), std::move(cb));
+  // The transfer's own timeouts end it in time; this wait is a second bound,
+  // and the destructor's, which may come while it waits.
+  const auto own_limit = steady::now() + budget + std::chrono::milliseconds(100);
+  std::unique_lock lock(o->mutex);
+  while (!o->finished) {
+    const auto limit = std::min(own_limit, stop_by());
+    if (steady::now() >= limit) break;
+    o->done.wait_until(lock, limit);
+  }
+  const bool finished = o->finished;
+  lock.unlock();
+  if (!finished) client_->cancel(transfer);
+  {
+    std::lock_guard pending_lock(pending_mutex_);
+    pending_.reset();
+  }
+  lock.lock();
   (o->delivered ? exported_ : failed_).fetch_add(spans.size(), std::memory_order_relaxed);
 }
 

@@ -84,6 +84,7 @@ class otlp_exporter final : public telemetry_sink {
  private:
   void run();
   void send(std::vector<telemetry_event> events, std::chrono::steady_clock::time_point give_up);
+  std::chrono::steady_clock::time_point stop_by() const;
 
   otlp_options options_;
   otlp_resource resource_;
@@ -95,8 +96,13 @@ class otlp_exporter final : public telemetry_sink {
   std::condition_variable flushed_;
   std::uint64_t flushes_asked_ = 0;
   std::uint64_t flushes_done_ = 0;
-  // Set before the queue closes; the worker reads it once it sees it closed.
-  std::chrono::steady_clock::time_point stop_by_{};
+  // When the destructor wants the worker gone (steady clock, in its own
+  // ticks); until then, never. An export in flight is cut short at it.
+  std::atomic<std::chrono::steady_clock::rep> stop_by_{std::chrono::steady_clock::time_point::max().time_since_epoch().count()};
+  // The export in flight, for the destructor to wake.
+  struct pending_export;
+  std::mutex pending_mutex_;
+  std::shared_ptr<pending_export> pending_;
   std::thread worker_;
 };
 
