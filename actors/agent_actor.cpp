@@ -443,8 +443,9 @@ class agent_logic {
                           {},
                           r.iterations,
                           steady_us() - slot.running->started_us,
-                          r.ok() ? std::string{}
-                                 : std::get<error_info>(r.outcome).type + ": " + std::get<error_info>(r.outcome).message};
+                          r.ok()
+                              ? std::string{}
+                              : std::get<error_info>(r.outcome).type + ": " + std::get<error_info>(r.outcome).message};
         if (slot.trace.record) describe_request_span(e, slot.trace, r);
         return e;
       });

@@ -29,8 +29,8 @@ void fanout_sink::flush(std::chrono::milliseconds deadline) {
   // One deadline for all: each sink gets what the ones before it left.
   const auto until = std::chrono::steady_clock::now() + deadline;
   for (const auto& s : sinks_)
-    s->flush(std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                        until - std::chrono::steady_clock::now())));
+    s->flush(std::max(std::chrono::milliseconds(0),
+                      std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now())));
 }
 
 std::shared_ptr<telemetry_sink> combined(std::shared_ptr<telemetry_sink> base, std::shared_ptr<telemetry_sink> extra) {

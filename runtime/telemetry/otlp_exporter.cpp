@@ -2,9 +2,11 @@
 
 #include "runtime/net/http_client.hpp"
 #include "runtime/telemetry/genai_spans.hpp"
+#include "runtime/text.hpp"
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 
 namespace troupe {
@@ -12,17 +14,6 @@ namespace troupe {
 namespace {
 
 using steady = std::chrono::steady_clock;
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 std::string percent_decoded(std::string_view s) {
   std::string out;
@@ -48,9 +39,9 @@ std::vector<std::pair<std::string, std::string>> key_values(std::string_view lis
     list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
     const auto eq = item.find('=');
     if (eq == std::string_view::npos) continue;
-    const std::string key = percent_decoded(trim(item.substr(0, eq)));
+    const std::string key = percent_decoded(trimmed(item.substr(0, eq)));
     if (key.empty()) continue;
-    out.emplace_back(key, percent_decoded(trim(item.substr(eq + 1))));
+    out.emplace_back(key, percent_decoded(trimmed(item.substr(eq + 1))));
   }
   return out;
 }
@@ -60,7 +51,8 @@ std::vector<std::pair<std::string, std::string>> key_values(std::string_view lis
 void merge(std::vector<std::pair<std::string, std::string>>& base,
            std::vector<std::pair<std::string, std::string>> more) {
   for (auto& [k, v] : more) {
-    auto same = std::find_if(base.begin(), base.end(), [&](const auto& kv) { return lower(kv.first) == lower(k); });
+    auto same =
+        std::find_if(base.begin(), base.end(), [&](const auto& kv) { return ascii_lower(kv.first) == ascii_lower(k); });
     if (same != base.end())
       same->second = std::move(v);
     else
@@ -86,15 +78,15 @@ std::optional<otlp_options> otlp_options_from_env(const env_reader& given) {
   };
   auto is = [&](std::string_view name, std::string_view value) {
     auto v = env(name);
-    return v && lower(std::string(trim(*v))) == value;
+    return v && ascii_lower(trimmed(*v)) == value;
   };
   if (is("OTEL_SDK_DISABLED", "true") || is("OTEL_TRACES_EXPORTER", "none")) return std::nullopt;
 
   otlp_options o;
   if (auto traces = env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) {
-    o.url = std::string(trim(*traces));
+    o.url = std::string(trimmed(*traces));
   } else if (auto base = env("OTEL_EXPORTER_OTLP_ENDPOINT")) {
-    o.url = std::string(trim(*base));
+    o.url = std::string(trimmed(*base));
     if (o.url.empty() || o.url.back() != '/') o.url.push_back('/');
     o.url += "v1/traces";
   }
@@ -105,7 +97,7 @@ std::optional<otlp_options> otlp_options_from_env(const env_reader& given) {
 
   std::vector<std::pair<std::string, std::string>> resource;
   if (auto r = env("OTEL_RESOURCE_ATTRIBUTES")) resource = key_values(*r);
-  if (auto name = env("OTEL_SERVICE_NAME")) merge(resource, {{"service.name", std::string(trim(*name))}});
+  if (auto name = env("OTEL_SERVICE_NAME")) merge(resource, {{"service.name", std::string(trimmed(*name))}});
   if (std::none_of(resource.begin(), resource.end(), [](const auto& kv) { return kv.first == "service.name"; }))
     resource.emplace_back("service.name", "troupe");
   for (auto& [k, v] : resource) o.resource.push_back({std::move(k), std::move(v)});
@@ -154,6 +146,11 @@ otlp_exporter::~otlp_exporter() {
     }
   }
   worker_.join();
+  // Lost spans are otherwise silent: say so once, for whoever runs the program.
+  if (const otlp_stats st = stats(); st.dropped || st.failed)
+    std::fprintf(stderr, "troupe: OTLP exporter to %s lost spans: %llu dropped (queue full), %llu not delivered\n",
+                 options_.url.c_str(), static_cast<unsigned long long>(st.dropped),
+                 static_cast<unsigned long long>(st.failed));
 }
 
 steady::time_point otlp_exporter::stop_by() const { return steady::time_point(steady::duration(stop_by_.load())); }
@@ -216,9 +213,10 @@ void otlp_exporter::send(std::vector<telemetry_event> events, steady::time_point
   r.headers = options_.headers;
   r.headers.emplace_back("Content-Type", "application/json");
   r.body = otlp_traces_json(resource_, spans);
-  const auto budget = std::max(std::chrono::milliseconds(1),
-                               std::min(options_.export_timeout, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                                     give_up - steady::now())));
+  const auto budget =
+      std::max(std::chrono::milliseconds(1),
+               std::min(options_.export_timeout,
+                        std::chrono::duration_cast<std::chrono::milliseconds>(give_up - steady::now())));
   r.connect_timeout = r.first_byte_timeout = r.idle_timeout = r.total_timeout = budget;
   r.max_response_bytes = 64 * 1024;
 

@@ -98,7 +98,8 @@ class otlp_exporter final : public telemetry_sink {
   std::uint64_t flushes_done_ = 0;
   // When the destructor wants the worker gone (steady clock, in its own
   // ticks); until then, never. An export in flight is cut short at it.
-  std::atomic<std::chrono::steady_clock::rep> stop_by_{std::chrono::steady_clock::time_point::max().time_since_epoch().count()};
+  std::atomic<std::chrono::steady_clock::rep> stop_by_{
+      std::chrono::steady_clock::time_point::max().time_since_epoch().count()};
   // The export in flight, for the destructor to wake.
   struct pending_export;
   std::mutex pending_mutex_;

@@ -13,10 +13,18 @@ namespace json = boost::json;
 namespace {
 
 json::object any_value(const attribute_value& v) {
-  return std::visit(overloaded{[](const std::string& s) { return json::object{{"stringValue", s}}; },
-                               [](std::int64_t i) { return json::object{{"intValue", std::to_string(i)}}; },
-                               [](double d) { return json::object{{"doubleValue", d}}; },
-                               [](bool b) { return json::object{{"boolValue", b}}; },
+  return std::visit(overloaded{[](const std::string& s) {
+                                 return json::object{{"stringValue", s}};
+                               },
+                               [](std::int64_t i) {
+                                 return json::object{{"intValue", std::to_string(i)}};
+                               },
+                               [](double d) {
+                                 return json::object{{"doubleValue", d}};
+                               },
+                               [](bool b) {
+                                 return json::object{{"boolValue", b}};
+                               },
                                [](const std::vector<std::string>& list) {
                                  json::array values;
                                  for (const auto& s : list) values.push_back(json::object{{"stringValue", s}});

@@ -176,9 +176,8 @@ TEST_CASE("an agent used as a tool is traced under the tool call that asked it",
 
 TEST_CASE("model servers get the traceparent of their call's span", "[traces]") {
   http_test_server server;
-  const std::string body =
-      R"({"choices":[{"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],)"
-      R"("usage":{"prompt_tokens":5,"completion_tokens":1}})";
+  const std::string body = R"({"choices":[{"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],)"
+                           R"("usage":{"prompt_tokens":5,"completion_tokens":1}})";
   http_provider_options po;
   po.base_url = server.base_url() + "/v1";
   po.stream = false;
@@ -218,8 +217,7 @@ TEST_CASE("model servers get the traceparent of their call's span", "[traces]") 
 
 TEST_CASE("message content is in spans only when asked for", "[traces]") {
   otlp_receiver collector;
-  auto model =
-      std::make_shared<scripted_provider>(std::vector<scripted_reply>{scripted_reply::text("the answer")});
+  auto model = std::make_shared<scripted_provider>(std::vector<scripted_reply>{scripted_reply::text("the answer")});
   otlp_options oo;
   oo.url = collector.traces_url();
   oo.schedule_delay = std::chrono::minutes(1);

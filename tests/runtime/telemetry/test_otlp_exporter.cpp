@@ -16,8 +16,8 @@ using namespace std::chrono_literals;
 namespace {
 
 telemetry_event tool_done(int n) {
-  telemetry_event e{telemetry_kind::tool_completed, "a", "a:default", "req", "call", "tc-" + std::to_string(n), 1, 10,
-                    "calculator"};
+  telemetry_event e{telemetry_kind::tool_completed, "a", "a:default", "req",       "call",
+                    "tc-" + std::to_string(n),      1,   10,          "calculator"};
   e.span = {1, 2, static_cast<std::uint64_t>(n + 1), 1};
   e.parent_span_id = 7;
   e.end_unix_ns = 1'700'000'000'000'000'000;
@@ -130,9 +130,7 @@ TEST_CASE("a slow or absent collector never blocks emit", "[telemetry][otlp_expo
 }
 
 TEST_CASE("the exporter is configured from the standard OTEL_ variables", "[telemetry][otlp_exporter]") {
-  SECTION("without an endpoint there is no exporter") {
-    CHECK_FALSE(otlp_options_from_env(env_of({})));
-  }
+  SECTION("without an endpoint there is no exporter") { CHECK_FALSE(otlp_options_from_env(env_of({}))); }
   SECTION("the general endpoint gets /v1/traces appended; the traces endpoint is used as is") {
     CHECK(otlp_options_from_env(env_of({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"}}))->url ==
           "http://c:4318/v1/traces");

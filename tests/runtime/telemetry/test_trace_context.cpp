@@ -28,7 +28,7 @@ TEST_CASE("traceparent headers are read and written in the W3C form", "[telemetr
   }
   SECTION("malformed headers are refused") {
     CHECK_FALSE(parse_traceparent(""));
-    CHECK_FALSE(parse_traceparent(header + "-"));                                            // version 00 is exact
+    CHECK_FALSE(parse_traceparent(header + "-"));                                               // version 00 is exact
     CHECK_FALSE(parse_traceparent("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));  // forbidden version
     CHECK_FALSE(parse_traceparent("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"));  // upper case
     CHECK_FALSE(parse_traceparent("00-00000000000000000000000000000000-00f067aa0ba902b7-01"));  // zero trace id
