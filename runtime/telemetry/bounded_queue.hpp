@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <iterator>
 #include <mutex>
 #include <vector>
@@ -45,14 +46,9 @@ class bounded_queue {
     std::unique_lock lock(mutex_);
     ready_.wait_until(lock, until, [&] { return closed_ || woken_ || items_.size() >= wake_at_; });
     woken_ = false;
-    std::vector<T> out;
-    if (items_.size() <= max) {
-      out.swap(items_);
-    } else {
-      out.assign(std::make_move_iterator(items_.begin()),
-                 std::make_move_iterator(items_.begin() + static_cast<std::ptrdiff_t>(max)));
-      items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(max));
-    }
+    const auto n = static_cast<std::ptrdiff_t>(std::min(max, items_.size()));
+    std::vector<T> out(std::make_move_iterator(items_.begin()), std::make_move_iterator(items_.begin() + n));
+    items_.erase(items_.begin(), items_.begin() + n);  // a deque: only the taken items move
     return out;
   }
 
@@ -91,7 +87,7 @@ class bounded_queue {
   const std::size_t wake_at_;
   mutable std::mutex mutex_;
   std::condition_variable ready_;
-  std::vector<T> items_;
+  std::deque<T> items_;
   std::uint64_t dropped_ = 0;
   bool closed_ = false;
   bool woken_ = false;

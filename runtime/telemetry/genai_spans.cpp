@@ -51,6 +51,7 @@ std::optional<span> genai_span(const telemetry_event& e) {
   const span_of what = classify(e.kind);
   if (what == span_of::none || !e.span.valid()) return std::nullopt;
   span s;
+  s.attributes.reserve(16);
   s.context = e.span;
   s.parent_span_id = e.parent_span_id;
   s.end_unix_ns = e.end_unix_ns;

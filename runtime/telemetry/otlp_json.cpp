@@ -3,70 +3,136 @@
 #include "signals/json_text.hpp"
 #include "signals/overloaded.hpp"
 
-#include <boost/json/array.hpp>
-#include <boost/json/object.hpp>
+#include <charconv>
 
 namespace troupe {
 
-namespace json = boost::json;
-
 namespace {
 
-json::object any_value(const attribute_value& v) {
-  return std::visit(overloaded{[](const std::string& s) {
-                                 return json::object{{"stringValue", s}};
-                               },
-                               [](std::int64_t i) {
-                                 return json::object{{"intValue", std::to_string(i)}};
-                               },
-                               [](double d) {
-                                 return json::object{{"doubleValue", d}};
-                               },
-                               [](bool b) {
-                                 return json::object{{"boolValue", b}};
-                               },
-                               [](const std::vector<std::string>& list) {
-                                 json::array values;
-                                 for (const auto& s : list) values.push_back(json::object{{"stringValue", s}});
-                                 return json::object{{"arrayValue", json::object{{"values", std::move(values)}}}};
-                               }},
-                    v);
+// Written straight into the body, without building a JSON value first: the
+// exporter's thread shares the machine with the agents, and a value per
+// attribute cost more than the writing itself.
+
+void put_key(std::string& out, std::string_view key) {
+  append_json_string(out, key);
+  out.push_back(':');
 }
 
-json::array attributes_json(const std::vector<span_attribute>& attributes) {
-  json::array out;
-  out.reserve(attributes.size());
-  for (const auto& a : attributes) out.push_back(json::object{{"key", a.key}, {"value", any_value(a.value)}});
-  return out;
+// 64-bit integers are JSON strings in OTLP/JSON.
+void put_int_string(std::string& out, std::int64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.push_back('"');
+  out.append(buf, r.ptr);
+  out.push_back('"');
 }
 
-json::object span_json(const span& s) {
-  json::object o{{"traceId", trace_id_hex(s.context)},
-                 {"spanId", span_id_hex(s.context.span_id)},
-                 {"name", s.name},
-                 {"kind", static_cast<int>(s.kind)},
-                 {"startTimeUnixNano", std::to_string(s.start_unix_ns)},
-                 {"endTimeUnixNano", std::to_string(s.end_unix_ns)},
-                 {"attributes", attributes_json(s.attributes)}};
-  if (s.parent_span_id != 0) o["parentSpanId"] = span_id_hex(s.parent_span_id);
-  json::object status{{"code", static_cast<int>(s.status)}};
-  if (s.status == span_status::error && !s.status_message.empty()) status["message"] = s.status_message;
-  o["status"] = std::move(status);
-  return o;
+void put_any_value(std::string& out, const attribute_value& v) {
+  out.push_back('{');
+  std::visit(overloaded{[&](const std::string& s) {
+                          put_key(out, "stringValue");
+                          append_json_string(out, s);
+                        },
+                        [&](std::int64_t i) {
+                          put_key(out, "intValue");
+                          put_int_string(out, i);
+                        },
+                        [&](double d) {
+                          put_key(out, "doubleValue");
+                          append_json_double(out, d);
+                        },
+                        [&](bool b) {
+                          put_key(out, "boolValue");
+                          out.append(b ? "true" : "false");
+                        },
+                        [&](const std::vector<std::string>& list) {
+                          put_key(out, "arrayValue");
+                          out.append("{\"values\":[");
+                          for (std::size_t i = 0; i < list.size(); ++i) {
+                            if (i) out.push_back(',');
+                            out.append("{\"stringValue\":");
+                            append_json_string(out, list[i]);
+                            out.push_back('}');
+                          }
+                          out.append("]}");
+                        }},
+             v);
+  out.push_back('}');
+}
+
+void put_attributes(std::string& out, const std::vector<span_attribute>& attributes) {
+  put_key(out, "attributes");
+  out.push_back('[');
+  for (std::size_t i = 0; i < attributes.size(); ++i) {
+    if (i) out.push_back(',');
+    out.push_back('{');
+    put_key(out, "key");
+    append_json_string(out, attributes[i].key);
+    out.push_back(',');
+    put_key(out, "value");
+    put_any_value(out, attributes[i].value);
+    out.push_back('}');
+  }
+  out.push_back(']');
+}
+
+void put_span(std::string& out, const span& s) {
+  out.push_back('{');
+  put_key(out, "traceId");
+  append_json_string(out, trace_id_hex(s.context));
+  out.push_back(',');
+  put_key(out, "spanId");
+  append_json_string(out, span_id_hex(s.context.span_id));
+  if (s.parent_span_id != 0) {
+    out.push_back(',');
+    put_key(out, "parentSpanId");
+    append_json_string(out, span_id_hex(s.parent_span_id));
+  }
+  out.push_back(',');
+  put_key(out, "name");
+  append_json_string(out, s.name);
+  out.append(",\"kind\":");
+  out.push_back(static_cast<char>('0' + static_cast<int>(s.kind)));
+  out.push_back(',');
+  put_key(out, "startTimeUnixNano");
+  put_int_string(out, s.start_unix_ns);
+  out.push_back(',');
+  put_key(out, "endTimeUnixNano");
+  put_int_string(out, s.end_unix_ns);
+  out.push_back(',');
+  put_attributes(out, s.attributes);
+  out.append(",\"status\":{\"code\":");
+  out.push_back(static_cast<char>('0' + static_cast<int>(s.status)));
+  if (s.status == span_status::error && !s.status_message.empty()) {
+    out.push_back(',');
+    put_key(out, "message");
+    append_json_string(out, s.status_message);
+  }
+  out.append("}}");
 }
 
 }  // namespace
 
 std::string otlp_traces_json(const otlp_resource& resource, const std::vector<span>& spans) {
-  json::array span_list;
-  span_list.reserve(spans.size());
-  for (const auto& s : spans) span_list.push_back(span_json(s));
-  json::object scope{{"name", resource.scope_name}};
-  if (!resource.scope_version.empty()) scope["version"] = resource.scope_version;
-  json::object scope_spans{{"scope", std::move(scope)}, {"spans", std::move(span_list)}};
-  json::object resource_spans{{"resource", json::object{{"attributes", attributes_json(resource.attributes)}}},
-                              {"scopeSpans", json::array{std::move(scope_spans)}}};
-  return json_text(json::object{{"resourceSpans", json::array{std::move(resource_spans)}}});
+  std::string out;
+  out.reserve(256 + spans.size() * 1024);
+  out.append("{\"resourceSpans\":[{\"resource\":{");
+  put_attributes(out, resource.attributes);
+  out.append("},\"scopeSpans\":[{\"scope\":{");
+  put_key(out, "name");
+  append_json_string(out, resource.scope_name);
+  if (!resource.scope_version.empty()) {
+    out.push_back(',');
+    put_key(out, "version");
+    append_json_string(out, resource.scope_version);
+  }
+  out.append("},\"spans\":[");
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    if (i) out.push_back(',');
+    put_span(out, spans[i]);
+  }
+  out.append("]}]}]}");
+  return out;
 }
 
 }  // namespace troupe
