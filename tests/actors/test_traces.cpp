@@ -243,3 +243,25 @@ TEST_CASE("message content is in spans only when asked for", "[traces]") {
     CHECK(otlp_receiver::string_attribute(request, "gen_ai.output.messages").find("the answer") != std::string::npos);
   }
 }
+
+TEST_CASE("a caller's unsampled trace is passed on but not recorded", "[traces]") {
+  otlp_receiver collector;
+  auto model = std::make_shared<scripted_provider>(
+      std::vector<scripted_reply>{scripted_reply::tools({call("t1", "probe")}), scripted_reply::text("ok")});
+  runtime rt(traced(model, exporter_to(collector)));
+  std::mutex seen_mutex;
+  std::string seen;
+  rt.tools().add(make_tool("probe", [&](const json::object&, const tool_context& ctx) {
+    std::lock_guard lock(seen_mutex);
+    seen = ctx.traceparent;
+    return json::value("ok");
+  }));
+  agent a = rt.spawn_agent({.id = "a", .model = "m", .tools = {"probe"}});
+  ask_options o;
+  o.traceparent = "00-" + caller_trace + "-" + caller_span + "-00";
+  CHECK(answer_of(must_reply(a.ask("go", o))) == "ok");
+  rt.shutdown();
+  CHECK(collector.spans().empty());
+  std::lock_guard lock(seen_mutex);
+  CHECK(seen == o.traceparent);
+}
