@@ -8,9 +8,11 @@
 #include "actors/tool_parallelism.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/random_ids.hpp"
+#include "runtime/store/store_executor.hpp"
 #include "runtime/telemetry/genai_messages.hpp"
 #include "signals/overloaded.hpp"
 
+#include <deque>
 #include <optional>
 #include <unordered_map>
 
@@ -40,19 +42,38 @@ struct queued_ask {
   const std::string& request_id() const { return q.request_id; }
 };
 
+// Where a thread stands with the store. Signals for a thread that is being
+// loaded, or whose last step is being committed, wait in order until it is
+// ready: the machine only ever steps on what the store holds.
+enum class slot_phase { loading, ready, committing };
+
+// A signal that came while the thread was not ready. From an executor, it is
+// handled as on arrival (observed, and checked against the running tools).
+struct held_signal {
+  signal s;
+  bool from_executor;
+};
+
 // One thread of the agent: its history and machine state, its asks, and the
 // tool calls of the current turn.
 struct thread_slot {
-  thread_slot(react_thread rt, std::size_t queue_bound) : conversation(std::move(rt)), asks(queue_bound) {}
+  thread_slot(react_thread rt, std::size_t queue_bound, slot_phase p = slot_phase::ready)
+      : conversation(std::move(rt)), asks(queue_bound), phase(p) {}
 
   react_thread conversation;
   request_queue<queued_ask> asks;
   std::optional<asker> running;  // the asker of asks.running()
   tool_parallelism tools;
   std::int64_t llm_started_us = 0;
+  slot_phase phase;
+  std::optional<react_thread::prepared_step> pending;  // the step being committed
+  std::uint64_t commit_no = 0;                         // which commit `pending` is
+  std::deque<held_signal> held;
   request_trace trace;  // the running request's spans
 
-  bool idle() const { return asks.idle() && conversation.state().summary_call_id.empty(); }
+  bool idle() const {
+    return phase == slot_phase::ready && held.empty() && asks.idle() && conversation.state().summary_call_id.empty();
+  }
 };
 
 struct agent_state {
@@ -67,6 +88,10 @@ struct agent_state {
   bool stopping = false;
   thread_table<thread_slot> threads;
   std::unordered_map<std::string, std::string> thread_of;  // running and queued requests
+  // Snapshots of threads not in memory, waiting for the store.
+  std::unordered_map<std::uint64_t, caf::typed_response_promise<thread_view>> snapshots;
+  std::uint64_t next_snapshot = 0;
+  bool quit_when_settled = false;  // stopping, but commits are still in flight
 };
 
 using agent_self = agent_actor::stateful_pointer<agent_state>;
@@ -90,13 +115,16 @@ class agent_logic {
       return refused(q.request_id, error_type::invalid_query, "request " + q.request_id + " is already running");
     thread_slot* slot = st_.threads.find(q.thread_id);
     if (!slot) {
-      auto loaded = load_thread(*st_.ctx->store, q.thread_id, st_.ids, wall_clock_ms());
-      if (!loaded)
-        return refused(
-            q.request_id, error_type::store_failed,
-            "thread " + q.thread_id + " could not be loaded (" + loaded.error().type + "): " + loaded.error().message);
-      slot = &st_.threads.insert(q.thread_id, thread_slot(std::move(*loaded), st_.spec->max_queued_asks), steady_ms());
-      report(telemetry_kind::thread_loaded, q.thread_id, {});
+      if (stores().immediate()) {
+        auto loaded = load_thread(stores().store(), q.thread_id, st_.ids, wall_clock_ms());
+        if (!loaded)
+          return refused(q.request_id, store_error_type(loaded.error()), not_loaded(q.thread_id, loaded.error()));
+        slot =
+            &st_.threads.insert(q.thread_id, thread_slot(std::move(*loaded), st_.spec->max_queued_asks), steady_ms());
+        report(telemetry_kind::thread_loaded, q.thread_id, {});
+      } else {
+        slot = &begin_load(q.thread_id);
+      }
     }
     st_.threads.touch(q.thread_id, steady_ms());
     const auto admission = slot->asks.admit();
@@ -117,10 +145,49 @@ class agent_logic {
   void on_signal(const std::string& thread_id, const signal& s) {
     thread_slot* slot = st_.threads.find(thread_id);
     if (!slot) return;  // unloaded since: whatever this was for has ended
-    if (auto* r = std::get_if<tool_result>(&s); r && !slot->tools.finished(r->tool_call_id)) return;
-    if (auto seen = observe(slot->conversation.state(), s)) report(*slot, std::move(*seen), s);
-    run(*slot, s);
+    if (slot->phase != slot_phase::ready) {
+      slot->held.push_back({s, true});
+      return;
+    }
+    handle_signal(*slot, s);
+  }
+
+  // A thread loaded by a store thread (see begin_load), or the store's error.
+  void on_loaded(const std::string& thread_id, loaded_thread& loaded) {
+    thread_slot* slot = st_.threads.find(thread_id);
+    if (!slot || slot->phase != slot_phase::loading) return;
+    if (!loaded) {
+      fail_every_ask(*slot, store_error_type(loaded.error()), not_loaded(thread_id, loaded.error()));
+      st_.threads.erase(thread_id);
+      return;
+    }
+    slot->conversation = std::move(*loaded);
+    slot->phase = slot_phase::ready;
+    report(telemetry_kind::thread_loaded, thread_id, {});
+    release_held(*slot);
+  }
+
+  // The store's answer to the commit of a thread's pending step.
+  void on_committed(const std::string& thread_id, std::uint64_t commit_no, commit_outcome& outcome) {
+    thread_slot* slot = st_.threads.find(thread_id);
+    if (!slot || slot->phase != slot_phase::committing || slot->commit_no != commit_no) return;
+    react_thread::prepared_step step = std::move(*slot->pending);
+    slot->pending.reset();
+    slot->phase = slot_phase::ready;
+    if (outcome)
+      take(*slot, std::move(step));
+    else
+      fail_on_store(*slot, outcome.error());
     pump_tools(*slot);
+    release_held(*slot);
+  }
+
+  // A snapshot read from the store for a thread not in memory.
+  void on_viewed(std::uint64_t no, const std::string& thread_id, stored<thread>& held) {
+    auto it = st_.snapshots.find(no);
+    if (it == st_.snapshots.end()) return;
+    it->second.deliver(held ? thread_view(*held) : thread_view(thread(thread_id, wall_clock_ms())));
+    st_.snapshots.erase(it);
   }
 
   void on_cancel(const std::string& request_id, const std::string& reason) {
@@ -137,27 +204,73 @@ class agent_logic {
     }
   }
 
-  // A loaded thread as it is now; otherwise the store's, without loading it.
-  thread_view snapshot(const std::string& requested) {
+  // A loaded thread as it is now (what the store holds: not a step whose
+  // commit is in flight); otherwise the store's, without loading it.
+  caf::result<thread_view> snapshot(const std::string& requested) {
     const std::string id = requested.empty() ? default_thread_id() : requested;
-    if (thread_slot* slot = st_.threads.find(id)) return slot->conversation.history();
-    if (auto held = st_.ctx->store->load(id)) return *held;
-    return thread(id, wall_clock_ms());
+    if (thread_slot* slot = st_.threads.find(id); slot && slot->phase != slot_phase::loading)
+      return slot->conversation.history();
+    if (stores().immediate()) {
+      if (auto held = stores().store().load(id)) return thread_view(*held);
+      return thread_view(thread(id, wall_clock_ms()));
+    }
+    const std::uint64_t no = st_.next_snapshot++;
+    st_.snapshots.emplace(no, self_->make_response_promise<thread_view>());
+    stores().submit([self = handle(), store = stores().shared_store(), deadline = stores().deadline(), no,
+                     id](store_job_status why) {
+      stored<thread> held = why == store_job_status::run ? store->load(id) : not_run(why, deadline);
+      caf::anon_send(self, viewed_atom::value, no, id, std::move(held));
+    });
+    return caf::delegated<thread_view>();
   }
 
-  agent_stats stats() const { return {st_.threads.size(), st_.thread_of.size()}; }
+  agent_stats stats() const {
+    agent_stats out{st_.threads.size(), st_.thread_of.size(), 0, 0, st_.stopping};
+    st_.threads.for_each([&](const std::string&, thread_slot& slot) {
+      out.commits_in_flight += slot.phase == slot_phase::committing;
+      out.held_signals += slot.held.size();
+    });
+    return out;
+  }
 
   // Ends every request with a shutdown error: running ones through the
-  // machine (so their tool calls get results), queued ones directly.
-  void stop() {
+  // machine (so their tool calls get results), queued ones directly. Threads
+  // still loading end their asks at once. True when nothing is left in
+  // flight with the store; otherwise the agent quits once it is.
+  bool stop() {
     st_.stopping = true;
-    st_.threads.for_each([&](const std::string&, thread_slot& slot) {
+    std::vector<std::string> loading;
+    st_.threads.for_each([&](const std::string& id, thread_slot& slot) {
+      if (slot.phase == slot_phase::loading) {
+        fail_every_ask(slot, error_type::shutdown, "the agent is stopping");
+        loading.push_back(id);
+        return;
+      }
       for (auto& waiting : slot.asks.drain()) {
         st_.thread_of.erase(waiting.q.request_id);
         waiting.from.answer.deliver(refused(waiting.q.request_id, error_type::shutdown, "the agent is stopping"));
       }
       if (!slot.asks.running().empty()) run(slot, cancel{slot.asks.running(), "the agent is stopping"});
     });
+    for (const auto& id : loading) st_.threads.erase(id);
+    return settled();
+  }
+
+  // Nothing in flight with the store.
+  bool settled() {
+    bool all = true;
+    st_.threads.for_each([&](const std::string&, thread_slot& slot) { all = all && slot.phase == slot_phase::ready; });
+    return all;
+  }
+
+  // After the store answered: a stopping agent quits once nothing is in
+  // flight with the store; otherwise idle threads may leave memory.
+  void after_store_answer() {
+    if (st_.quit_when_settled) {
+      if (settled()) self_->quit();
+      return;
+    }
+    unload_idle_threads();
   }
 
   // After each message: idle threads beyond the limits leave memory.
@@ -175,29 +288,123 @@ class agent_logic {
     run(slot, signal{std::move(q)});
   }
 
+  store_executor& stores() { return *st_.ctx->stores; }
+  agent_actor handle() const { return caf::actor_cast<agent_actor>(self_); }
+
+  static const char* store_error_type(const store_error& e) {
+    return e.type == "timeout" ? error_type::store_timeout : error_type::store_failed;
+  }
+  static std::string not_loaded(const std::string& thread_id, const store_error& e) {
+    return "thread " + thread_id + " could not be loaded (" + e.type + "): " + e.message;
+  }
+
+  // A slot for a thread a store thread is loading (and repairing, as after
+  // a crash); its asks wait for on_loaded.
+  thread_slot& begin_load(const std::string& thread_id) {
+    thread_slot& slot = st_.threads.insert(
+        thread_id,
+        thread_slot(react_thread(thread(thread_id, wall_clock_ms())), st_.spec->max_queued_asks, slot_phase::loading),
+        steady_ms());
+    load_async(thread_id);
+    return slot;
+  }
+
+  // Loads a thread on a store thread; on_loaded gets it.
+  void load_async(const std::string& thread_id) {
+    stores().submit([self = handle(), store = stores().shared_store(), deadline = stores().deadline(),
+                     thread_id](store_job_status why) {
+      loaded_thread loaded = not_run(why, deadline);
+      if (why == store_job_status::run) {
+        random_ids ids;  // the agent's own source is not for other threads
+        loaded = load_thread(*store, thread_id, ids, wall_clock_ms());
+      }
+      caf::anon_send(self, loaded_atom::value, thread_id, std::move(loaded));
+    });
+  }
+
+  // Ends the running ask and every queued one with an error, and forgets
+  // what was held for them: for a thread that could not be loaded.
+  void fail_every_ask(thread_slot& slot, const char* type, const std::string& message) {
+    slot.held.clear();
+    if (slot.running) {
+      const std::string id = slot.asks.running();
+      st_.thread_of.erase(id);
+      slot.running->answer.deliver(refused(id, type, message));
+      slot.running.reset();
+    }
+    for (auto& waiting : slot.asks.drain()) {
+      st_.thread_of.erase(waiting.q.request_id);
+      waiting.from.answer.deliver(refused(waiting.q.request_id, type, message));
+    }
+  }
+
+  // What arrived from an executor for a ready thread.
+  void handle_signal(thread_slot& slot, const signal& s) {
+    if (auto* r = std::get_if<tool_result>(&s); r && !slot.tools.finished(r->tool_call_id)) return;
+    if (auto seen = observe(slot.conversation.state(), s)) report(slot, std::move(*seen), s);
+    run(slot, s);
+    pump_tools(slot);
+  }
+
+  // Handles, in order, what waited while the thread was loading or committing,
+  // until a step starts another commit.
+  void release_held(thread_slot& slot) {
+    while (slot.phase == slot_phase::ready && !slot.held.empty()) {
+      held_signal h = std::move(slot.held.front());
+      slot.held.pop_front();
+      if (h.from_executor) {
+        handle_signal(slot, h.s);
+      } else {
+        run(slot, h.s);
+        pump_tools(slot);
+      }
+    }
+  }
+
   // One step of the machine, committed (to the store, then the thread) before
-  // any of its directives leaves. A store that cannot be written fails the
-  // running request with a typed error; the thread in memory stays what the
-  // store holds.
+  // any of its directives leaves. With a store that does I/O the commit runs
+  // on a store thread and the step is taken when it answers (on_committed);
+  // the thread's signals wait meanwhile, and the agent's other threads go on.
+  // A store that cannot be written fails the running request with a typed
+  // error; the thread in memory stays what the store holds.
   void run(thread_slot& slot, const signal& s) {
-    std::optional<store_error> failure;
-    auto persist = [&](const thread_view& t, std::uint64_t rev_before) {
-      auto written = st_.ctx->store->append(t, rev_before);
-      if (!written) failure = written.error();
-      return written.has_value();
-    };
-    std::optional<applied> out = slot.conversation.apply(*st_.config, s, wall_clock_ms(), st_.ids, persist);
-    if (!out) {
-      fail_on_store(slot, *failure);
+    if (slot.phase != slot_phase::ready) {
+      slot.held.push_back({s, false});
       return;
     }
-    for (directive& d : out->directives) dispatch(slot, std::move(d));
+    react_thread::prepared_step step = slot.conversation.prepare(*st_.config, s, wall_clock_ms(), st_.ids);
+    if (!step.writes()) {
+      take(slot, std::move(step));
+      return;
+    }
+    if (stores().immediate()) {
+      auto written = stores().store().append(step.next, step.rev_before);
+      if (written)
+        take(slot, std::move(step));
+      else
+        fail_on_store(slot, written.error());
+      return;
+    }
+    const std::uint64_t rev_before = step.rev_before;
+    thread_view next = step.next;
+    slot.pending = std::move(step);
+    slot.phase = slot_phase::committing;
+    const std::uint64_t no = ++slot.commit_no;
+    stores().append(std::move(next), rev_before,
+                    [self = handle(), thread_id = slot.conversation.history().id(), no](commit_outcome outcome) {
+                      caf::anon_send(self, committed_atom::value, thread_id, no, std::move(outcome));
+                    });
+  }
+
+  // A step whose entries are stored: its directives leave.
+  void take(thread_slot& slot, react_thread::prepared_step&& step) {
+    for (directive& d : slot.conversation.adopt(std::move(step))) dispatch(slot, std::move(d));
   }
 
   void fail_on_store(thread_slot& slot, const store_error& e) {
     const react_state& state = slot.conversation.state();
     const error_info why =
-        error_info::of(error_type::store_failed, "the thread could not be stored (" + e.type + "): " + e.message);
+        error_info::of(store_error_type(e), "the thread could not be stored (" + e.type + "): " + e.message);
     // Whatever the request had in flight is stopped; its results would have nowhere to go.
     if (state.status == react_status::awaiting_llm) cancel_model_call(state.call_id);
     for (const auto& tool_call_id : slot.tools.running()) cancel_tool_call(state.call_id, tool_call_id);
@@ -206,12 +413,22 @@ class agent_logic {
     const token_usage used = state.request_usage;
     slot.conversation.abandon_request(why);
     // The store may hold more than memory does: a commit whose answer was
-    // lost with the connection, or another writer's. Take what it holds, so
-    // that the next request does not meet the same conflict.
-    const std::string& thread_id = slot.conversation.history().id();
-    if (auto held = st_.ctx->store->load(thread_id); held && held->rev() != slot.conversation.history().rev())
-      slot.conversation = recovered(*st_.ctx->store, std::move(*held), st_.ids, wall_clock_ms());
+    // lost with the connection (or that timed out and landed after all), or
+    // another writer's. Take what it holds, so that the next request does not
+    // meet the same conflict; it waits for the reload.
+    const std::string thread_id = slot.conversation.history().id();
+    if (stores().immediate()) {
+      if (auto held = stores().store().load(thread_id); held && held->rev() != slot.conversation.history().rev())
+        slot.conversation = recovered(stores().store(), std::move(*held), st_.ids, wall_clock_ms());
+    } else {
+      reload(slot, thread_id);
+    }
     if (!request_id.empty()) finish(slot, reply{request_id, why, used, iterations});
+  }
+
+  void reload(thread_slot& slot, const std::string& thread_id) {
+    slot.phase = slot_phase::loading;
+    load_async(thread_id);
   }
 
   void dispatch(thread_slot& slot, directive d) {
@@ -505,13 +722,28 @@ agent_actor::behavior_type agent_behavior(agent_self self, std::shared_ptr<const
       [self](cancel_atom, const std::string& request_id, const std::string& reason) {
         agent_logic(self).on_cancel(request_id, reason);
       },
-      [self](snapshot_atom, const std::string& thread_id) -> thread_view {
+      [self](loaded_atom, const std::string& thread_id, loaded_thread& loaded) {
+        agent_logic l(self);
+        l.on_loaded(thread_id, loaded);
+        l.after_store_answer();
+      },
+      [self](committed_atom, const std::string& thread_id, std::uint64_t no, commit_outcome& outcome) {
+        agent_logic l(self);
+        l.on_committed(thread_id, no, outcome);
+        l.after_store_answer();
+      },
+      [self](viewed_atom, std::uint64_t no, const std::string& thread_id, stored<thread>& held) {
+        agent_logic(self).on_viewed(no, thread_id, held);
+      },
+      [self](snapshot_atom, const std::string& thread_id) -> caf::result<thread_view> {
         return agent_logic(self).snapshot(thread_id);
       },
       [self](stats_atom) -> agent_stats { return agent_logic(self).stats(); },
       [self](stop_atom) {
-        agent_logic(self).stop();
-        self->quit();
+        if (agent_logic(self).stop())
+          self->quit();
+        else
+          self->state.quit_when_settled = true;
       },
   };
 }

@@ -11,8 +11,10 @@
 #include "actors/stream_event.hpp"
 #include "directives/directive.hpp"
 #include "runtime/llm/llm_provider.hpp"
+#include "runtime/store/thread_store.hpp"
 #include "signals/signal.hpp"
 #include "strategy/react_config.hpp"
+#include "strategy/react_thread.hpp"
 #include "strategy/thread.hpp"
 
 #include <caf/all.hpp>
@@ -34,6 +36,15 @@ using retry_atom = caf::atom_constant<caf::atom("retry")>;
 using spawn_atom = caf::atom_constant<caf::atom("spawn")>;
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using loaded_atom = caf::atom_constant<caf::atom("loaded")>;
+using committed_atom = caf::atom_constant<caf::atom("committed")>;
+using viewed_atom = caf::atom_constant<caf::atom("viewed")>;
+
+// What a store thread answers an agent with: a thread loaded (and repaired),
+// the outcome of a commit, a thread read for a snapshot.
+using loaded_thread = stored<react_thread>;
+using commit_outcome = stored<std::uint64_t>;
+using stored_thread = stored<thread>;
 
 // Where a request's stream events go: the broker that asked. An invalid
 // handle means nobody subscribed.
@@ -41,19 +52,27 @@ using event_sink_actor = caf::typed_actor<caf::reacts_to<event_atom, stream_even
 
 // What an agent holds in memory, for tests and tools.
 struct agent_stats {
-  std::size_t loaded_threads = 0;
+  std::size_t loaded_threads = 0;    // loading ones too
   std::size_t running_requests = 0;  // running and queued
+  std::size_t commits_in_flight = 0;
+  std::size_t held_signals = 0;  // waiting for their thread's load or commit
+  bool stopping = false;         // told to stop, waiting for the store
 };
 
 // An agent. An ask is answered with the request's reply once it ends (the
 // agent answers every ask it accepted: with the answer, a typed error, or
 // agent_crashed if it dies first); stream events go to the sink meanwhile.
 // Signals are the executors' deltas; a cancel names a request and a reason.
+// loaded, committed and viewed are the store threads' answers (thread id,
+// commit number, snapshot number) to the agent's own loads and commits.
 using agent_actor = caf::typed_actor<caf::replies_to<ask_atom, query, event_sink_actor>::with<reply>,
                                      caf::reacts_to<signal_atom, std::string, signal>,
                                      caf::reacts_to<cancel_atom, std::string, std::string>,
                                      caf::replies_to<snapshot_atom, std::string>::with<thread_view>,
-                                     caf::replies_to<stats_atom>::with<agent_stats>, caf::reacts_to<stop_atom>>;
+                                     caf::replies_to<stats_atom>::with<agent_stats>, caf::reacts_to<stop_atom>,
+                                     caf::reacts_to<loaded_atom, std::string, loaded_thread>,
+                                     caf::reacts_to<committed_atom, std::string, std::uint64_t, commit_outcome>,
+                                     caf::reacts_to<viewed_atom, std::uint64_t, std::string, stored_thread>>;
 
 // Model calls. exec answers with the call's result once it ends (or
 // executor_crashed); deltas go to the agent as signals while it streams.
@@ -100,6 +119,9 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::tool_outcome)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::thread_view)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::stream_event)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::agent_stats)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::loaded_thread)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::commit_outcome)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::stored_thread)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const troupe::llm_stream>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const troupe::tool_exec>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const troupe::agent_spec>)

@@ -10,6 +10,7 @@
 #include "runtime/store/memory_store.hpp"
 #include "runtime/telemetry/fanout_sink.hpp"
 #include "runtime/telemetry/otlp_exporter.hpp"
+#include "runtime/thrown_by.hpp"
 
 #include <thread>
 
@@ -21,19 +22,6 @@ reply failed(const std::string& request_id, const char* type, std::string messag
   return reply{request_id, error_info::of(type, std::move(message)), {}, 0};
 }
 
-// What an embedder's callback threw, as text; it never escapes into the runtime.
-template <class F>
-std::optional<std::string> guarded(F&& f) {
-  try {
-    f();
-    return std::nullopt;
-  } catch (const std::exception& e) {
-    return std::string(e.what());
-  } catch (...) {
-    return std::string("an exception that is not a std::exception");
-  }
-}
-
 }  // namespace
 
 // --- request ---------------------------------------------------------------
@@ -41,14 +29,14 @@ std::optional<std::string> guarded(F&& f) {
 std::optional<std::string> request::state::settle(reply r) {
   if (settled_.exchange(true)) return std::nullopt;
   std::optional<std::string> thrown;
-  if (on_event) thrown = guarded([&] { on_event(stream_event{request_finished_event{r}}); });
+  if (on_event) thrown = thrown_by([&] { on_event(stream_event{request_finished_event{r}}); });
   auto fail_with = [&](const std::string& what) {
     r = reply{id, error_info::of(error_type::callback_failed, "a callback of the request threw: " + what), r.usage,
               r.iterations};
   };
   if (thrown) fail_with(*thrown);
   if (on_reply) {
-    if (auto again = guarded([&] { on_reply(r); })) {
+    if (auto again = thrown_by([&] { on_reply(r); })) {
       if (!thrown) fail_with(*again);
       thrown = std::move(again);
     }
@@ -62,7 +50,7 @@ std::optional<std::string> request::state::settle(reply r) {
 }
 
 std::optional<std::string> request::state::notify(const stream_event& e) {
-  return guarded([&] { on_event(e); });
+  return thrown_by([&] { on_event(e); });
 }
 
 bool request::state::finished() const {
@@ -109,6 +97,8 @@ runtime::impl::impl(runtime_options o) : options(std::move(o)) {
       ctx->telemetry = combined(ctx->telemetry, std::make_shared<otlp_exporter>(std::move(*otlp)));
   ctx->record_spans = ctx->telemetry->records_spans();
   ctx->record_content = ctx->telemetry->records_content();
+  ctx->stores = std::make_unique<store_executor>(
+      ctx->store, store_executor_options{.threads = options.store_threads, .deadline = options.store_deadline});
   ctx->workers = std::make_unique<worker_pool>(options.tool_workers, options.max_queued_tool_jobs);
   ctx->max_restarts = options.max_restarts;
   ctx->restart_window = options.restart_window;
@@ -155,6 +145,7 @@ void runtime::impl::shutdown() {
     for (auto& e : ctx->tool_executors.close()) self->send_exit(e, caf::exit_reason::user_shutdown);
   }
   system->await_all_actors_done();
+  ctx->stores.reset();
   ctx->workers.reset();
   // Spans of the last requests are still queued in an exporter.
   ctx->telemetry->flush(options.telemetry_flush_timeout);

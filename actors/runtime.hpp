@@ -35,6 +35,11 @@ struct runtime_options {
   std::size_t executors = 0;                    // model and tool executors each; 0: one per scheduler thread
   std::size_t tool_workers = 8;                 // threads for blocking tools
   std::size_t max_queued_tool_jobs = 10'000;
+  // Store calls run off the actor scheduler: on this many threads for a
+  // store that blocks (PostgreSQL), queued for one that batches (SQLite). A
+  // call that cannot start within store_deadline fails with store_timeout.
+  std::size_t store_threads = 4;
+  std::chrono::milliseconds store_deadline{30'000};
   int max_restarts = 3;  // per agent within restart_window
   std::chrono::milliseconds restart_window{5'000};
   // Adds an OpenTelemetry exporter (OTLP/HTTP, JSON) beside `telemetry` when

@@ -5,6 +5,7 @@
 
 #include "actors/actor_pool.hpp"
 #include "actors/protocols.hpp"
+#include "runtime/store/store_executor.hpp"
 #include "runtime/store/thread_store.hpp"
 #include "runtime/telemetry/telemetry.hpp"
 #include "runtime/tools/tool_registry.hpp"
@@ -75,6 +76,7 @@ class agent_directory {
 struct runtime_context {
   std::shared_ptr<llm_provider> provider;
   std::shared_ptr<thread_store> store;
+  std::unique_ptr<store_executor> stores;  // the store's loads and commits, off the scheduler
   std::shared_ptr<telemetry_sink> telemetry;
   tool_registry tools;
   std::unique_ptr<worker_pool> workers;

@@ -77,6 +77,14 @@ class thread_table {
     }
   }
 
+  // Forgets a thread at once, busy or not (one that could not be loaded).
+  void erase(const std::string& thread_id) {
+    auto it = slots_.find(thread_id);
+    if (it == slots_.end()) return;
+    lru_.erase(it->second.at);
+    slots_.erase(it);
+  }
+
   template <class F>
   void for_each(F&& f) {
     for (auto& [id, e] : slots_) f(id, e.slot);

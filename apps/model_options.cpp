@@ -71,8 +71,10 @@ context_policy policy_for(const model_options& o, const std::string& model) {
     p.max_input_tokens = *o.max_input_tokens;
     p.reserve_output_tokens = std::min(p.reserve_output_tokens, p.max_input_tokens / 4);
   }
-  if (o.keep_last_turns) p.keep_last_turns = *o.keep_last_turns;
-  if (o.summarize) p.summaries = summarization::request_new;
+  if (o.summarize)
+    p = summarizing(p, o.keep_last_turns);
+  else if (o.keep_last_turns)
+    p.keep_last_turns = *o.keep_last_turns;
   if (o.summarize_to) p.summarize_to = *o.summarize_to;
   return p;
 }

@@ -39,6 +39,7 @@ inline constexpr const char* agent_failed = "agent_failed";
 inline constexpr const char* executor_crashed = "executor_crashed";
 inline constexpr const char* broker_crashed = "broker_crashed";
 inline constexpr const char* store_failed = "store_failed";
+inline constexpr const char* store_timeout = "store_timeout";  // the store did not answer within its deadline
 // model calls (see runtime/llm/llm_errors.hpp for the HTTP ones)
 inline constexpr const char* provider_failed = "provider_failed";
 inline constexpr const char* network = "network";

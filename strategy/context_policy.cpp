@@ -56,6 +56,12 @@ context_policy context_policy::for_model(std::string_view model) {
   return context_policy{};
 }
 
+context_policy summarizing(context_policy p, std::optional<std::size_t> keep_last_turns) {
+  p.summaries = summarization::request_new;
+  p.keep_last_turns = keep_last_turns.value_or(0);
+  return p;
+}
+
 context_policy apply(context_policy p, const context_overrides& o) {
   if (o.max_input_tokens) p.max_input_tokens = *o.max_input_tokens;
   if (o.reserve_output_tokens) p.reserve_output_tokens = *o.reserve_output_tokens;

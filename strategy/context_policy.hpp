@@ -48,6 +48,13 @@ struct context_policy {
   static context_policy for_model(std::string_view model);
 };
 
+// The policy with summaries requested, as `troupe --summarize` sets it: the
+// summary is what forgets, so the window is bound by its token budget alone
+// unless `keep_last_turns` names a turn limit. A turn limit of its own would
+// ask for a summary every few turns: the current turn always stays whole, so
+// a window of N turns makes one per N - ⌊N × summarize_to⌋ + 1 turns at best.
+context_policy summarizing(context_policy p, std::optional<std::size_t> keep_last_turns = std::nullopt);
+
 // The policy with the fields `o` sets replaced.
 context_policy apply(context_policy base, const context_overrides& o);
 

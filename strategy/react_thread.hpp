@@ -27,24 +27,45 @@ class react_thread {
     return {std::move(committed), std::move(r.directives)};
   }
 
-  // The same, but `persist(thread, rev_before)` is shown the thread as it
-  // would be and must store it; if it returns false, nothing changes — the
-  // thread and the state stay as they were, consistent with the store — and
-  // the result is empty.
+  // A step computed but not taken: the thread and state it would leave, for
+  // an owner that must store the new entries before anything changes (and
+  // may wait for the store meanwhile). Nothing changes until adopt().
+  struct prepared_step {
+    thread next;
+    react_state state;
+    applied out;
+    std::uint64_t rev_before = 0;
+    bool writes() const { return !out.committed.empty(); }
+  };
+
+  prepared_step prepare(const react_config& config, const signal& input, std::int64_t now_ms, id_source& ids) const {
+    step_result r = step(config, state_, thread_, input, now_ms, ids);
+    thread next = thread_;  // O(1): shares the storage
+    entry_range committed;
+    if (!r.entries.empty()) committed = next.append(std::move(r.entries), now_ms, ids);
+    return prepared_step{std::move(next), std::move(r.state), applied{std::move(committed), std::move(r.directives)},
+                         thread_.rev()};
+  }
+
+  // Takes a prepared step (once its entries are stored): its directives are
+  // the caller's to execute.
+  std::vector<directive> adopt(prepared_step&& p) {
+    thread_ = std::move(p.next);
+    state_ = std::move(p.state);
+    return std::move(p.out.directives);
+  }
+
+  // The same as apply(), but `persist(thread, rev_before)` is shown the
+  // thread as it would be and must store it; if it returns false, nothing
+  // changes — the thread and the state stay as they were, consistent with
+  // the store — and the result is empty.
   template <class Persist>
   std::optional<applied> apply(const react_config& config, const signal& input, std::int64_t now_ms, id_source& ids,
                                Persist&& persist) {
-    step_result r = step(config, state_, thread_, input, now_ms, ids);
-    if (r.entries.empty()) {
-      state_ = std::move(r.state);
-      return applied{{}, std::move(r.directives)};
-    }
-    thread next = thread_;  // O(1): shares the storage
-    entry_range committed = next.append(std::move(r.entries), now_ms, ids);
-    if (!persist(static_cast<const thread_view&>(next), thread_.rev())) return std::nullopt;
-    thread_ = std::move(next);
-    state_ = std::move(r.state);
-    return applied{std::move(committed), std::move(r.directives)};
+    prepared_step p = prepare(config, input, now_ms, ids);
+    if (p.writes() && !persist(static_cast<const thread_view&>(p.next), p.rev_before)) return std::nullopt;
+    entry_range committed = std::move(p.out.committed);
+    return applied{std::move(committed), adopt(std::move(p))};
   }
 
   // Ends the running request, if any, without a step: for failures outside

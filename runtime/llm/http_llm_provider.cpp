@@ -195,10 +195,24 @@ void http_llm_provider::finish_attempt(const std::shared_ptr<call_state>& call,
     if (is_retryable(e->type) && !call->streamed && call->attempt <= options_.retry.max_retries) {
       const auto delay = retry_delay(call->attempt + 1, options_.retry, e->retry_after_seconds, jitter());
       retries_.fetch_add(1, std::memory_order_relaxed);
-      call->timer = timers_.schedule(delay, [this, call] { attempt(call); });
+      // A retry that throws before its transfer starts (out of memory) still ends the call.
+      call->timer = timers_.schedule(
+          delay, [this, call] { attempt(call); },
+          [this, call](const std::string& what) {
+            std::unique_lock retry_lock(call->mutex);
+            if (call->cancelled || call->finished) return;
+            finish(call, retry_lock,
+                   llm_result{call->call_id, error_info::of(error_type::callback_failed,
+                                                            "the call's retry threw: " + what, call->attempt)});
+          });
       return;
     }
   }
+  finish(call, lock, std::move(result));
+}
+
+void http_llm_provider::finish(const std::shared_ptr<call_state>& call, std::unique_lock<std::mutex>& lock,
+                               llm_result result) {
   call->finished = true;
   auto on_result = call->callbacks.on_result;
   lock.unlock();

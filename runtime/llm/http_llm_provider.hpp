@@ -59,6 +59,8 @@ class http_llm_provider final : public llm_provider {
  private:
   void attempt(const std::shared_ptr<call_state>& call);
   void finish_attempt(const std::shared_ptr<call_state>& call, std::optional<error_info> transport_error);
+  // Ends the call with its result; `lock` holds the call's mutex and is released before on_result runs.
+  void finish(const std::shared_ptr<call_state>& call, std::unique_lock<std::mutex>& lock, llm_result result);
 
   http_provider_options options_;
   std::shared_ptr<http_client> client_;

@@ -1,4 +1,5 @@
 #include "runtime/net/http_client.hpp"
+#include "runtime/thrown_by.hpp"
 
 #include "runtime/text.hpp"
 
@@ -68,14 +69,9 @@ struct transfer {
   // to abort it, and on_done reports callback_failed).
   template <class F>
   bool guarded(F&& f) {
-    try {
-      f();
-      return true;
-    } catch (const std::exception& e) {
-      failure = error_info::of(error_type::callback_failed, std::string("a response callback threw: ") + e.what(), 1);
-    } catch (...) {
-      failure = error_info::of(error_type::callback_failed, "a response callback threw a non-standard exception", 1);
-    }
+    auto thrown = thrown_by(std::forward<F>(f));
+    if (!thrown) return true;
+    failure = error_info::of(error_type::callback_failed, "a response callback threw: " + *thrown, 1);
     return false;
   }
 

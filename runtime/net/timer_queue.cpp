@@ -1,5 +1,7 @@
 #include "runtime/net/timer_queue.hpp"
 
+#include "runtime/thrown_by.hpp"
+
 namespace troupe {
 
 timer_queue::timer_queue() : worker_([this] { run(); }) {}
@@ -13,12 +15,12 @@ timer_queue::~timer_queue() {
   worker_.join();
 }
 
-std::uint64_t timer_queue::schedule(clock::duration delay, std::function<void()> fn) {
+std::uint64_t timer_queue::schedule(clock::duration delay, std::function<void()> fn, thrown_handler on_throw) {
   std::uint64_t id;
   {
     std::lock_guard lock(mutex_);
     id = next_id_++;
-    due_.emplace(clock::now() + delay, std::make_pair(id, std::move(fn)));
+    due_.emplace(clock::now() + delay, timer{id, std::move(fn), std::move(on_throw)});
   }
   wake_.notify_all();
   return id;
@@ -27,7 +29,7 @@ std::uint64_t timer_queue::schedule(clock::duration delay, std::function<void()>
 bool timer_queue::cancel(std::uint64_t id) {
   std::lock_guard lock(mutex_);
   for (auto it = due_.begin(); it != due_.end(); ++it)
-    if (it->second.first == id) {
+    if (it->second.id == id) {
       due_.erase(it);
       return true;
     }
@@ -46,10 +48,14 @@ void timer_queue::run() {
       wake_.wait_until(lock, next);
       continue;
     }
-    auto fn = std::move(due_.begin()->second.second);
+    timer t = std::move(due_.begin()->second);
     due_.erase(due_.begin());
     lock.unlock();
-    fn();
+    if (auto what = thrown_by(t.fn)) {
+      thrown_.fetch_add(1, std::memory_order_relaxed);
+      if (t.on_throw && thrown_by([&] { t.on_throw(*what); })) thrown_.fetch_add(1, std::memory_order_relaxed);
+    }
+    t = {};  // what the callback captured goes now, outside the lock
     lock.lock();
   }
 }

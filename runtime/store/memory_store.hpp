@@ -19,6 +19,7 @@ class memory_store final : public thread_store, public conversation_store {
  public:
   stored<thread> load(const std::string& thread_id) override;
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override;
+  commit_path path() const override { return commit_path::immediate; }
   std::vector<std::string> list() override;
   bool remove(const std::string& thread_id) override;
 

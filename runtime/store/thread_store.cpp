@@ -8,6 +8,10 @@ void throw_exception_from_error(const store_error& e, const boost::source_locati
   throw std::runtime_error("thread store: " + e.type + ": " + e.message);
 }
 
+void thread_store::append_queued(thread_view t, std::uint64_t expected_rev, append_done done) {
+  done(append(t, expected_rev));
+}
+
 stored<thread> thread_store::fork(const std::string& thread_id, std::uint64_t at_seq, const std::string& new_id,
                                   std::int64_t now_ms) {
   auto parent = load(thread_id);

@@ -8,6 +8,7 @@
 #include <boost/system/result.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,10 @@ struct store_error {
   // "invalid" (a request that can never succeed, e.g. a fork point past the
   // end), "corrupt" (stored data troupe cannot read), "io" (disk, connection),
   // "internal" (the store itself threw, e.g. out of memory; nothing of that
-  // call was written).
+  // call was written), "timeout" (the store did not answer within its
+  // deadline: a commit waited too long for a writer, a statement ran past
+  // its timeout, a server took too long to connect; nothing was written,
+  // unless the message says the outcome is unknown).
   std::string type;
   std::string message;
 };
@@ -28,9 +32,21 @@ struct store_error {
 template <class T>
 using stored = boost::system::result<T, store_error>;
 
+// How a store's commits should be run by an owner that must not block (an
+// agent on the actor scheduler): see store_executor.hpp.
+enum class commit_path {
+  immediate,  // in memory: answers at once, so it is called on the owner's own thread
+  blocking,   // does I/O: called from a pool of store threads
+  queued,     // does I/O and batches: commits go to append_queued() and never block
+};
+
+using append_done = std::function<void(stored<std::uint64_t>)>;
+
 class thread_store {
  public:
   virtual ~thread_store() = default;
+
+  virtual commit_path path() const { return commit_path::blocking; }
 
   virtual stored<thread> load(const std::string& thread_id) = 0;
   // Commits `t`, which must extend the stored thread: its entries beyond the
@@ -38,6 +54,10 @@ class thread_store {
   // is the rev the writer last saw (0 for a thread new to the store); any
   // other stored rev is a conflict and nothing is written.
   virtual stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) = 0;
+  // append() without waiting, for `queued` stores: `done` gets the outcome
+  // on a store thread, possibly before this returns. The default runs
+  // append() on the caller's thread.
+  virtual void append_queued(thread_view t, std::uint64_t expected_rev, append_done done);
   virtual std::vector<std::string> list() = 0;
   virtual bool remove(const std::string& thread_id) = 0;
 

@@ -2,6 +2,7 @@
 // deadlines, brokers and executors that die, nested agents, many asks,
 // handles used while the runtime goes away.
 
+#include "support/agent_stats.hpp"
 #include "support/runtime_harness.hpp"
 
 #include "actors/runtime_impl.hpp"
@@ -16,16 +17,6 @@ using namespace troupe::testing;
 namespace json = boost::json;
 
 namespace {
-
-agent_stats stats_of(runtime& rt, const std::string& agent_id) {
-  auto a = rt.internals().ctx->agents.find(agent_id);
-  REQUIRE(a);
-  caf::scoped_actor self{*rt.internals().system};
-  agent_stats out;
-  self->request(*a, patience, stats_atom::value)
-      .receive([&](const agent_stats& s) { out = s; }, [](caf::error&) { FAIL("the agent did not answer"); });
-  return out;
-}
 
 std::size_t pending_in_brokers(runtime& rt) {
   caf::scoped_actor self{*rt.internals().system};

@@ -153,6 +153,17 @@ TEST_CASE("once the window is full, a summary leaves room for several turns befo
     c.context.keep_last_turns = 8;
     CHECK(summaries_at_steady_state(c, 40, 120) <= 80 / 4);
   }
+  SECTION("the default window with summaries requested (troupe --summarize): at most one per 4 turns") {
+    c.context = summarizing(context_policy{});
+    c.context.max_input_tokens = 4000;  // the default 6,000-token budget would fill only after ~90 turns
+    CHECK(summaries_at_steady_state(c, 40, 120) <= 80 / 4);
+    CHECK(summaries_at_steady_state(c, 40, 120) > 0);  // the window did overflow
+  }
+  SECTION("a turn limit given with summaries is kept, and bounds how far apart they can be") {
+    c.context = summarizing(context_policy{}, 3);
+    CHECK(c.context.keep_last_turns == 3);
+    CHECK(summaries_at_steady_state(c, 40, 120) > 80 / 4);  // one per 3 turns: the rule the README gives
+  }
   SECTION("summarize_to 1 summarises only what fell out: a summary on every turn") {
     c.context.keep_last_turns = 8;
     c.context.summarize_to = 1.0;

@@ -81,12 +81,19 @@ void connection_pool::discard(PGconn* c) {
   --open_;
 }
 
-connection_pool::opener connect_to(std::string conninfo) {
-  return [conninfo = std::move(conninfo)](std::string& why) -> PGconn* {
-    PGconn* c = PQconnectdb(conninfo.c_str());
+connection_pool::opener connect_to(std::string conninfo, std::chrono::seconds connect_timeout,
+                                   std::chrono::milliseconds statement_timeout) {
+  return [conninfo = std::move(conninfo), timeout = std::to_string(connect_timeout.count()),
+          set_statement_timeout = "SET statement_timeout = " + std::to_string(statement_timeout.count())](
+             std::string& why) -> PGconn* {
+    // connect_timeout first: what the conninfo (expanded from dbname) sets comes after it and wins.
+    const char* keys[] = {"connect_timeout", "dbname", nullptr};
+    const char* values[] = {timeout.c_str(), conninfo.c_str(), nullptr};
+    PGconn* c = PQconnectdbParams(keys, values, 1);
     if (PQstatus(c) == CONNECTION_OK) {
       try {
         run(c, "SET client_min_messages = warning");
+        run(c, set_statement_timeout.c_str());
       } catch (...) {
         PQfinish(c);  // the pool never saw it
         throw;

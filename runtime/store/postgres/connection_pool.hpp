@@ -9,6 +9,7 @@
 
 #include <libpq-fe.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -84,6 +85,8 @@ class connection_pool {
 };
 
 // The opener of connections to `conninfo` (anything libpq accepts).
-connection_pool::opener connect_to(std::string conninfo);
+connection_pool::opener connect_to(std::string conninfo,
+                                   std::chrono::seconds connect_timeout = std::chrono::seconds(10),
+                                   std::chrono::milliseconds statement_timeout = std::chrono::milliseconds(30'000));
 
 }  // namespace troupe::postgres

@@ -17,6 +17,7 @@
 #include "runtime/store/conversation_store.hpp"
 #include "runtime/store/thread_store.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -31,6 +32,12 @@ class connection_pool;
 
 struct postgres_options {
   std::size_t pool_size = 8;  // connections at most; opened as needed
+  // A server that does not answer must not hold a store thread forever: a
+  // connection not made within connect_timeout is an io error, a statement
+  // that runs past statement_timeout is cancelled by the server (a
+  // "timeout" store error). A conninfo that sets connect_timeout wins.
+  std::chrono::seconds connect_timeout{10};
+  std::chrono::milliseconds statement_timeout{30'000};
 };
 
 class postgres_store final : public thread_store, public conversation_store {

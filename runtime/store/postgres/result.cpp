@@ -10,6 +10,8 @@ store_error result::error(PGconn* c, const std::string& what) const {
   if (message.empty()) message = PQerrorMessage(c);
   message = trimmed_message(std::move(message));
   if (state && std::string_view(state) == "23505") return store_error{"conflict", what + ": " + message};
+  // query_canceled: the statement ran past statement_timeout, and the server undid it.
+  if (state && std::string_view(state) == "57014") return store_error{"timeout", what + ": " + message};
   return store_error{"io", what + ": " + message};
 }
 

@@ -65,6 +65,15 @@ void run_transaction(connection& c, const std::vector<write_job*>& batch) {
 
 }  // namespace
 
+group_commit::~group_commit() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  writer_wake_.notify_all();
+  if (writer_.joinable()) writer_.join();
+}
+
 std::optional<store_error> group_commit::write(const write_work& work) {
   write_job job{&work};
   std::unique_lock lock(mutex_);
@@ -74,32 +83,96 @@ std::optional<store_error> group_commit::write(const write_work& work) {
   // transaction is running: a hundred waiting writers are not all woken
   // for every transaction.
   job.wake.wait(lock, [&] { return job.done || (!leader_active_ && queued_.front() == &job); });
-  if (job.done) return outcome_of(job);
+  if (!job.done) lead(lock, &job);
+  lock.unlock();
+  return outcome_of(job);
+}
 
-  // Lead one transaction: everything queued so far, this job included.
+void group_commit::submit(write_work work, write_done done) {
+  auto job = std::make_unique<write_job>();
+  job->owned = std::move(work);
+  job->work = &job->owned;
+  job->on_done = std::move(done);
+  job->queued_at = std::chrono::steady_clock::now();
+  std::lock_guard lock(mutex_);
+  if (!writer_.joinable()) writer_ = std::thread([this] { writer_loop(); });
+  queued_.push_back(job.release());
+  ++stats_.in_flight;
+  if (!leader_active_ && queued_.size() == 1) writer_wake_.notify_one();
+}
+
+void group_commit::writer_loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    // The writer thread leads when the first in line is a submitted commit;
+    // a waiting writer first in line leads its own batch.
+    writer_wake_.wait(lock, [&] {
+      return (!leader_active_ && !queued_.empty() && queued_.front()->on_done) || (stopping_ && queued_.empty());
+    });
+    if (queued_.empty()) return;
+    lead(lock, nullptr);
+  }
+}
+
+void group_commit::wake_next_leader() {
+  if (queued_.empty()) return;
+  if (queued_.front()->on_done)
+    writer_wake_.notify_one();
+  else
+    queued_.front()->wake.notify_one();
+}
+
+void group_commit::lead(std::unique_lock<std::mutex>& lock, const write_job* own) {
+  // Everything queued so far, `own` included. Submitted commits that waited
+  // past their deadline fail without running.
   leader_active_ = true;
-  std::vector<write_job*> batch;
+  std::vector<write_job*> batch, expired;
   batch.swap(queued_);
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(batch, [&](write_job* j) {
+    if (!j->on_done || now - j->queued_at <= max_wait_) return false;
+    expired.push_back(j);
+    return true;
+  });
   lock.unlock();
   std::exception_ptr thrown;
-  try {
-    run_(batch);
-  } catch (...) {
-    thrown = std::current_exception();
+  if (!batch.empty()) {
+    try {
+      run_(batch);
+    } catch (...) {
+      thrown = std::current_exception();
+    }
   }
+  for (write_job* j : expired)
+    j->error = store_error{"timeout", "the commit waited more than " + std::to_string(max_wait_.count()) +
+                                          " ms for the writer; nothing of it was written"};
   lock.lock();
-  ++stats_.transactions;
-  stats_.commits += batch.size();
-  stats_.in_flight -= batch.size();
+  if (!batch.empty()) {
+    ++stats_.transactions;
+    stats_.commits += batch.size();
+  }
+  stats_.in_flight -= batch.size() + expired.size();
   leader_active_ = false;
+  std::vector<write_job*> answered;  // submitted commits, answered outside the lock
   for (write_job* j : batch) {
     j->thrown = thrown;
     j->done = true;
-    if (j != &job) j->wake.notify_one();
+    if (j->on_done)
+      answered.push_back(j);
+    else if (j != own)
+      j->wake.notify_one();
   }
-  if (!queued_.empty()) queued_.front()->wake.notify_one();  // the next leader
+  answered.insert(answered.end(), expired.begin(), expired.end());
+  wake_next_leader();
   lock.unlock();
-  return outcome_of(job);
+  for (write_job* j : answered) {
+    std::unique_ptr<write_job> owned(j);
+    try {
+      j->on_done(outcome_of(*j));
+    } catch (...) {  // the owner's to handle; the writer goes on
+    }
+  }
+  lock.lock();
 }
 
 commit_stats group_commit::stats() const {

@@ -48,6 +48,9 @@ class sqlite_store final : public thread_store, public conversation_store {
 
   stored<thread> load(const std::string& thread_id) override;
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override;
+  // Commits from agents queue for the writer thread's next transaction.
+  commit_path path() const override { return commit_path::queued; }
+  void append_queued(thread_view t, std::uint64_t expected_rev, append_done done) override;
   std::vector<std::string> list() override;
   bool remove(const std::string& thread_id) override;
 

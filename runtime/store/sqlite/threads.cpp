@@ -69,17 +69,31 @@ stored<thread> sqlite_store::load(const std::string& thread_id) {
   return std::move(*t);
 }
 
-stored<std::uint64_t> sqlite_store::append(const thread_view& t, std::uint64_t expected_rev) {
-  // rev grows by one per entry, so the writer's new entries are its last
-  // (rev - expected_rev); serialise those outside the transaction. The
-  // stored size is checked inside it all the same.
-  const std::uint64_t grown = t.rev() >= expected_rev ? t.rev() - expected_rev : 0;
-  const std::size_t first_new = grown <= t.size() ? t.size() - grown : 0;
-  std::vector<entry_row> rows = rows_of(t.slice(first_new, t.size()));
-  const conversation_touch touch = touch_from(t.slice(first_new, t.size()));
-  const std::string metadata = json_text(t.metadata());
+namespace {
 
-  const sqlite::write_work work = [&](connection& c) -> std::optional<store_error> {
+// A commit of `t` as the writer runs it: everything it needs, serialised
+// before it queues (the writer's transaction does only SQL), and owned, so
+// that it can wait in the queue after its caller has gone on.
+struct append_job {
+  thread_view t;
+  std::uint64_t expected_rev;
+  std::size_t first_new;
+  std::vector<entry_row> rows;
+  conversation_touch touch;
+  std::string metadata;
+
+  append_job(thread_view view, std::uint64_t expected) : t(std::move(view)), expected_rev(expected) {
+    // rev grows by one per entry, so the writer's new entries are its last
+    // (rev - expected_rev); serialise those outside the transaction. The
+    // stored size is checked inside it all the same.
+    const std::uint64_t grown = t.rev() >= expected_rev ? t.rev() - expected_rev : 0;
+    first_new = grown <= t.size() ? t.size() - grown : 0;
+    rows = rows_of(t.slice(first_new, t.size()));
+    touch = touch_from(t.slice(first_new, t.size()));
+    metadata = json_text(t.metadata());
+  }
+
+  std::optional<store_error> operator()(connection& c) {
     const std::string what = "append to " + t.id();
     std::uint64_t stored_rev = 0, stored_size = 0;
     {
@@ -139,9 +153,31 @@ stored<std::uint64_t> sqlite_store::append(const thread_view& t, std::uint64_t e
       if (conv.step() != SQLITE_DONE) return c.io_error(what);
     }
     return std::nullopt;
-  };
+  }
+};
+
+}  // namespace
+
+stored<std::uint64_t> sqlite_store::append(const thread_view& t, std::uint64_t expected_rev) {
+  append_job job(t, expected_rev);
+  const sqlite::write_work work = [&job](connection& c) { return job(c); };
   if (auto e = write(work)) return *e;
   return t.rev();
+}
+
+void sqlite_store::append_queued(thread_view t, std::uint64_t expected_rev, append_done done) {
+  const std::uint64_t rev = t.rev();
+  std::shared_ptr<append_job> job;
+  try {
+    job = std::make_shared<append_job>(std::move(t), expected_rev);
+  } catch (const std::exception& e) {
+    done(store_error{"internal", std::string("the commit could not be prepared: ") + e.what()});
+    return;
+  }
+  commits_.submit([job](connection& c) { return (*job)(c); },
+                  [rev, done = std::move(done)](std::optional<store_error> e) {
+                    done(e ? stored<std::uint64_t>(*e) : stored<std::uint64_t>(rev));
+                  });
 }
 
 std::vector<std::string> sqlite_store::list() {

@@ -125,3 +125,93 @@ TEST_CASE("a commit that throws inside a transaction undoes only its own writes"
     CHECK(stored_values() == std::vector<std::int64_t>{1});
   }
 }
+
+namespace {
+
+// A submitted commit's outcome, for a bounded wait on it.
+std::future<outcome> submit(group_commit& commits, write_work work = [](connection&) { return outcome(); }) {
+  auto done = std::make_shared<std::promise<outcome>>();
+  auto f = done->get_future();
+  commits.submit(std::move(work), [done](outcome o) { done->set_value(std::move(o)); });
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("commits submitted without waiting are batched by the writer thread") {
+  // The first batch is held until 50 more commits have queued behind it:
+  // they form the second, one transaction for all of them.
+  std::atomic<int> batches{0};
+  std::atomic<std::size_t> largest{0};
+  std::atomic<bool> first_running{false};
+  std::shared_ptr<group_commit> commits;
+  commits = std::make_shared<group_commit>([&](const std::vector<write_job*>& batch) {
+    if (batches++ == 0) {
+      first_running = true;
+      wait_until_in_flight(*commits, 51);
+    }
+    largest = std::max(largest.load(), batch.size());
+  });
+
+  std::vector<std::future<outcome>> answers;
+  answers.push_back(submit(*commits));
+  while (!first_running) std::this_thread::yield();
+  for (int i = 0; i < 50; ++i) answers.push_back(submit(*commits));
+
+  SECTION("every commit is answered, and the queue became one transaction") {
+    for (auto& f : answers) {
+      REQUIRE(finishes(f));
+      CHECK(f.get() == std::nullopt);
+    }
+    CHECK(batches == 2);
+    CHECK(largest == 50);
+    CHECK(commits->stats().commits == 51);
+    CHECK(commits->stats().in_flight == 0);
+  }
+  SECTION("a waiting writer queued behind them rides in the same batch") {
+    auto waiting = write_on_thread(commits);
+    REQUIRE(finishes(waiting));
+    CHECK(waiting.get() == std::nullopt);
+    for (auto& f : answers) REQUIRE(finishes(f));
+    CHECK(commits->stats().transactions <= 3);
+  }
+}
+
+TEST_CASE("a submitted commit that waited past its deadline fails with timeout, unrun") {
+  std::atomic<bool> first_running{false}, release{false};
+  std::atomic<int> ran{0};
+  group_commit commits(
+      [&](const std::vector<write_job*>& batch) {
+        ran += static_cast<int>(batch.size());
+        first_running = true;
+        while (!release) std::this_thread::yield();
+      },
+      std::chrono::milliseconds(100));
+  auto first = submit(commits);
+  while (!first_running) std::this_thread::yield();
+  auto late = submit(commits);
+  const auto queued = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - queued < std::chrono::milliseconds(300)) {
+  }  // the deadline passes
+  release = true;
+  REQUIRE(finishes(late));
+  const outcome o = late.get();
+  REQUIRE(o);
+  CHECK(o->type == "timeout");
+  REQUIRE(finishes(first));
+  CHECK(ran == 1);
+}
+
+TEST_CASE("a group commit destroyed with commits queued runs them first") {
+  std::atomic<int> ran{0};
+  std::vector<std::future<outcome>> answers;
+  {
+    group_commit commits([&](const std::vector<write_job*>& batch) { ran += static_cast<int>(batch.size()); });
+    for (int i = 0; i < 10; ++i) answers.push_back(submit(commits));
+  }
+  CHECK(ran == 10);
+  for (auto& f : answers) {
+    REQUIRE(finishes(f));
+    CHECK(f.get() == std::nullopt);
+  }
+}

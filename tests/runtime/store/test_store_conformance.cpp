@@ -6,6 +6,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "runtime/store/store_executor.hpp"
+
+#include <future>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -339,6 +342,55 @@ TEMPLATE_TEST_CASE("concurrent writers lose nothing and never interleave", "[sto
       seen.insert(t->at_seq(s)->payload.at("n").as_int64());
     }
     CHECK(seen.size() == writers * commits);  // no entry lost or written twice
+  }
+}
+
+TEMPLATE_TEST_CASE("commits through the store executor answer as append() does, without blocking the caller",
+                   "[store][concurrency]", memory_backend, sqlite_backend, postgres_backend) {
+  TestType backend;
+  REQUIRE_BACKEND(backend);
+  store_executor stores(backend.store, {.threads = 4});
+  constexpr int threads = 40, rounds = 5;
+  sequential_ids ids;
+  std::vector<thread> ts;
+  for (int i = 0; i < threads; ++i) ts.emplace_back("exec-" + std::to_string(i), 1);
+  auto commit_async = [&](const thread_view& t, std::uint64_t rev) {
+    auto done = std::make_shared<std::promise<stored<std::uint64_t>>>();
+    auto f = done->get_future();
+    stores.append(t, rev, [done](stored<std::uint64_t> r) { done->set_value(std::move(r)); });
+    return f;
+  };
+
+  // Every thread's next commit is in flight at once, round after round.
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<std::future<stored<std::uint64_t>>> answers;
+    for (thread& t : ts) {
+      const std::uint64_t rev = t.rev();
+      t.append(note(round), round, ids);
+      answers.push_back(commit_async(t, rev));
+    }
+    for (std::size_t i = 0; i < answers.size(); ++i) {
+      REQUIRE(answers[i].wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+      const auto r = answers[i].get();
+      INFO("thread " << i << ": " << (r ? std::string("ok") : r.error().type + ": " + r.error().message));
+      REQUIRE(r.has_value());
+      CHECK(*r == ts[i].rev());
+    }
+  }
+  for (const thread& t : ts) {
+    auto loaded = backend.threads().load(t.id());
+    REQUIRE(loaded.has_value());
+    CHECK(loaded->size() == rounds);
+  }
+  SECTION("a stale commit is a conflict, and writes nothing") {
+    thread stale = ts[0];
+    stale.append(note(99), 99, ids);
+    auto f = commit_async(stale, 1);
+    REQUIRE(f.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+    const auto r = f.get();
+    REQUIRE(!r.has_value());
+    CHECK(r.error().type == "conflict");
+    CHECK(backend.threads().load(ts[0].id())->size() == rounds);
   }
 }
 

@@ -1,0 +1,102 @@
+#include "runtime/store/store_executor.hpp"
+
+#include "runtime/thrown_by.hpp"
+
+#include <optional>
+
+namespace troupe {
+
+store_error not_run(store_job_status why, std::chrono::milliseconds deadline) {
+  if (why == store_job_status::stopping) return store_error{"io", "the store is shutting down; nothing was written"};
+  return store_error{"timeout", "the store did not take the call within " + std::to_string(deadline.count()) +
+                                    " ms; nothing was written"};
+}
+
+namespace {
+
+// A store that throws (it should answer with an error) still answers.
+stored<std::uint64_t> guarded_append(thread_store& store, const thread_view& t, std::uint64_t expected_rev) {
+  std::optional<stored<std::uint64_t>> out;
+  if (auto what = thrown_by([&] { out = store.append(t, expected_rev); }))
+    return store_error{"internal", "the store threw: " + *what + "; nothing of this commit was written"};
+  return std::move(*out);
+}
+
+}  // namespace
+
+store_executor::store_executor(std::shared_ptr<thread_store> store, store_executor_options options)
+    : store_(std::move(store)), path_(store_->path()), options_(options) {
+  // An immediate store never needs a thread; a queued one only for loads.
+  const std::size_t n = path_ == commit_path::immediate ? 0 : std::max<std::size_t>(1, options_.threads);
+  threads_.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) threads_.emplace_back([this] { loop(); });
+}
+
+store_executor::~store_executor() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : threads_) t.join();
+  // Whatever is left is told so: its owner waits for an answer.
+  for (auto& q : queue_) thrown_by([&] { q.fn(store_job_status::stopping); });
+}
+
+void store_executor::append(thread_view t, std::uint64_t expected_rev, append_done done) {
+  switch (path_) {
+    case commit_path::immediate:
+      done(guarded_append(*store_, t, expected_rev));
+      return;
+    case commit_path::queued:
+      store_->append_queued(std::move(t), expected_rev, std::move(done));
+      return;
+    case commit_path::blocking:
+      submit([this, t = std::move(t), expected_rev, done = std::move(done)](store_job_status why) {
+        if (why != store_job_status::run) {
+          done(not_run(why, options_.deadline));
+          return;
+        }
+        done(guarded_append(*store_, t, expected_rev));
+      });
+      return;
+  }
+}
+
+void store_executor::submit(job j) {
+  if (threads_.empty()) {  // an immediate store: its calls do not block
+    j(store_job_status::run);
+    return;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (!stopping_) {
+      queue_.push_back(queued_job{std::move(j), std::chrono::steady_clock::now()});
+      j = nullptr;
+    }
+  }
+  if (j) {
+    j(store_job_status::stopping);
+    return;
+  }
+  wake_.notify_one();
+}
+
+void store_executor::loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (stopping_) return;  // the destructor answers what is queued
+    queued_job q = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    const bool late = std::chrono::steady_clock::now() - q.queued_at > options_.deadline;
+    // A job that throws must not take the thread with it; jobs report their
+    // own failures, so there is nothing left to tell.
+    thrown_by([&] { q.fn(late ? store_job_status::late : store_job_status::run); });
+    q = {};
+    lock.lock();
+  }
+}
+
+}  // namespace troupe

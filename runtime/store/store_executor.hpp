@@ -1,0 +1,84 @@
+#pragma once
+// Runs a thread store's loads and commits for owners that must not block:
+// agents, which run on the actor scheduler's few threads. One slow commit
+// there (a PostgreSQL round trip, a SQLite busy wait, a reconnect) would
+// freeze every agent of the process; here it holds one store thread, and
+// only the thread whose commit it is waits for it.
+//
+// By the store's commit_path: `immediate` stores are called on the caller's
+// thread, `queued` ones take commits without blocking (SQLite's group
+// commit batches them across agents), `blocking` ones run on this
+// executor's threads. Work that waited longer than the deadline for a
+// thread is not run: its owner is told the store did not answer in time.
+
+#include "runtime/store/thread_store.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace troupe {
+
+struct store_executor_options {
+  std::size_t threads = 4;  // blocking store calls at once (PostgreSQL: connections in use)
+  std::chrono::milliseconds deadline{std::chrono::seconds(30)};
+};
+
+// Why a job is called: to run, or to report that it never will.
+enum class store_job_status {
+  run,
+  late,      // it waited past the deadline
+  stopping,  // the executor is shutting down
+};
+
+// The store error for a job that was not run.
+store_error not_run(store_job_status why, std::chrono::milliseconds deadline);
+
+class store_executor {
+ public:
+  using job = std::function<void(store_job_status)>;
+
+  store_executor(std::shared_ptr<thread_store> store, store_executor_options options = {});
+  // Finishes running jobs; queued ones are called with `stopping`.
+  ~store_executor();
+  store_executor(const store_executor&) = delete;
+  store_executor& operator=(const store_executor&) = delete;
+
+  thread_store& store() { return *store_; }
+  const std::shared_ptr<thread_store>& shared_store() const { return store_; }
+  // The store answers at once: commit inline, no round trip through a thread.
+  bool immediate() const { return path_ == commit_path::immediate; }
+
+  // Commits as thread_store::append does; `done` gets the outcome on a store
+  // thread (or at once, for an immediate store).
+  void append(thread_view t, std::uint64_t expected_rev, append_done done);
+  // Runs `j` on a store thread, exactly once: with `run`, or with why not.
+  void submit(job j);
+
+  std::size_t threads() const { return threads_.size(); }
+  std::chrono::milliseconds deadline() const { return options_.deadline; }
+
+ private:
+  struct queued_job {
+    job fn;
+    std::chrono::steady_clock::time_point queued_at;
+  };
+  void loop();
+
+  std::shared_ptr<thread_store> store_;
+  commit_path path_;
+  store_executor_options options_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<queued_job> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace troupe
