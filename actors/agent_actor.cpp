@@ -3,11 +3,13 @@
 #include "actors/agent_observe.hpp"
 #include "actors/promise_guard.hpp"
 #include "actors/request_queue.hpp"
+#include "actors/request_trace.hpp"
 #include "actors/thread_table.hpp"
 #include "actors/tool_parallelism.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/random_ids.hpp"
 #include "runtime/store/store_executor.hpp"
+#include "runtime/telemetry/genai_messages.hpp"
 #include "signals/overloaded.hpp"
 
 #include <deque>
@@ -68,6 +70,7 @@ struct thread_slot {
   std::optional<thread_lease> lease;                    // with a store that keeps leases
   std::uint64_t commit_no = 0;                          // which commit `pending` is
   std::deque<held_signal> held;
+  request_trace trace;  // the running request's spans
 
   bool idle() const {
     return phase == slot_phase::ready && held.empty() && asks.idle() && conversation.state().summary_call_id.empty();
@@ -115,7 +118,8 @@ class agent_logic {
     if (!slot) {
       if (stores().immediate()) {
         auto loaded = load_thread(stores().store(), q.thread_id, st_.ids, wall_clock_ms());
-        if (!loaded) return refused(q.request_id, store_error_type(loaded.error()), not_loaded(q.thread_id, loaded.error()));
+        if (!loaded)
+          return refused(q.request_id, store_error_type(loaded.error()), not_loaded(q.thread_id, loaded.error()));
         slot =
             &st_.threads.insert(q.thread_id, thread_slot(std::move(*loaded), st_.spec->max_queued_asks), steady_ms());
         report(telemetry_kind::thread_loaded, q.thread_id, {});
@@ -292,6 +296,8 @@ class agent_logic {
   void start(thread_slot& slot, query q, asker from) {
     slot.asks.begin(q.request_id);
     slot.running = std::move(from);
+    slot.trace = start_request_trace(q.traceparent, st_.ctx->record_spans, st_.ids);
+    if (slot.trace.record && st_.ctx->record_content) slot.trace.question = q.text;
     report(telemetry_kind::request_started, q.thread_id, q.request_id);
     // A lease that ran out while the thread sat idle may have been taken by
     // another process, which may have written since: take it again, and
@@ -317,11 +323,10 @@ class agent_logic {
   // A slot for a thread a store thread is loading (and repairing, as after
   // a crash); its asks wait for on_loaded.
   thread_slot& begin_load(const std::string& thread_id) {
-    thread_slot& slot =
-        st_.threads.insert(thread_id,
-                           thread_slot(react_thread(thread(thread_id, wall_clock_ms())), st_.spec->max_queued_asks,
-                                       slot_phase::loading),
-                           steady_ms());
+    thread_slot& slot = st_.threads.insert(
+        thread_id,
+        thread_slot(react_thread(thread(thread_id, wall_clock_ms())), st_.spec->max_queued_asks, slot_phase::loading),
+        steady_ms());
     load_async(thread_id);
     return slot;
   }
@@ -379,7 +384,7 @@ class agent_logic {
   // What arrived from an executor for a ready thread.
   void handle_signal(thread_slot& slot, const signal& s) {
     if (auto* r = std::get_if<tool_result>(&s); r && !slot.tools.finished(r->tool_call_id)) return;
-    if (auto seen = observe(slot.conversation.state(), s)) report(slot, std::move(*seen));
+    if (auto seen = observe(slot.conversation.state(), s)) report(slot, std::move(*seen), s);
     run(slot, s);
     pump_tools(slot);
   }
@@ -477,6 +482,7 @@ class agent_logic {
     std::visit(
         overloaded{[&](llm_stream& x) {
                      slot.llm_started_us = steady_us();
+                     if (slot.trace.active()) trace_model_call(slot.trace, x);
                      // Near the budget: a sign the policy or the conversation needs attention.
                      if (x.context.budget > 0 && x.context.estimated_tokens * 10 >= x.context.budget * 9)
                        st_.ctx->emit(telemetry_kind::context_warning, [&] {
@@ -591,6 +597,7 @@ class agent_logic {
   void pump_tools(thread_slot& slot) {
     const std::string& thread_id = slot.conversation.history().id();
     for (tool_exec& x : slot.tools.ready(st_.spec->max_parallel_tools)) {
+      if (slot.trace.active()) trace_tool_call(slot.trace, x);
       st_.ctx->emit(telemetry_kind::tool_started, [&] {
         return telemetry_event{telemetry_kind::tool_started,
                                st_.spec->id,
@@ -609,13 +616,69 @@ class agent_logic {
     }
   }
 
-  void report(thread_slot& slot, observation seen) {
+  // A model call's span is a child of its request's; with spans recorded it
+  // has an id of its own, else the call carries the caller's context on.
+  void trace_model_call(request_trace& t, llm_stream& x) {
+    t.model_span = t.record ? new_span_id(st_.ids) : t.request.span_id;
+    t.first_chunk_us = -1;
+    if (t.record) {
+      t.model = x.model;
+      if (st_.ctx->record_content) t.model_input = genai_input_messages(x.messages);
+    }
+    x.traceparent = format_traceparent(t.call(t.model_span));
+  }
+
+  void trace_tool_call(request_trace& t, tool_exec& x) {
+    const std::uint64_t id = t.record ? new_span_id(st_.ids) : t.request.span_id;
+    if (t.record) t.tools.push_back({x.tool_call_id, id, steady_us()});
+    x.traceparent = format_traceparent(t.call(id));
+  }
+
+  // The span a model or tool result ends, described on its event.
+  void describe_span(telemetry_event& e, const request_trace& t, const signal& s,
+                     const std::optional<request_trace::tool_span>& tool) const {
+    if (const auto* r = std::get_if<llm_result>(&s);
+        r && (e.kind == telemetry_kind::llm_completed || e.kind == telemetry_kind::llm_error)) {
+      e.span = t.call(t.model_span);
+      e.model = t.model;
+      e.provider = std::string(st_.provider->name());
+      e.first_chunk_us = t.first_chunk_us;
+      if (const auto* c = std::get_if<llm_completion>(&r->outcome)) {
+        e.usage = c->usage;
+        e.finish_reason = c->finish_reason;
+        if (st_.ctx->record_content) {
+          e.input_messages = t.model_input;
+          e.output_messages = genai_output_messages(*c);
+        }
+      } else {
+        e.error_type = std::get<error_info>(r->outcome).type;
+      }
+    } else if (const auto* r = std::get_if<tool_result>(&s); r && tool) {
+      e.span = t.call(tool->span_id);
+      e.duration_us = steady_us() - tool->started_us;
+      if (!r->ok()) e.error_type = std::get<error_info>(r->outcome).type;
+    } else {
+      return;
+    }
+    e.parent_span_id = t.request.span_id;
+    e.end_unix_ns = wall_clock_ns();
+  }
+
+  void report(thread_slot& slot, observation seen, const signal& s) {
     const react_state& state = slot.conversation.state();
+    request_trace& trace = slot.trace;
+    if (trace.record && seen.kind == telemetry_kind::llm_delta && trace.first_chunk_us < 0)
+      trace.first_chunk_us = steady_us() - slot.llm_started_us;
+    std::optional<request_trace::tool_span> tool;
+    if (trace.record && (seen.kind == telemetry_kind::tool_completed || seen.kind == telemetry_kind::tool_error))
+      tool = trace.end_tool(seen.tool_call_id);
     const std::int64_t took_us = seen.ends_model_call ? steady_us() - slot.llm_started_us : 0;
     st_.ctx->emit(seen.kind, [&] {
-      return telemetry_event{seen.kind,        st_.spec->id, slot.conversation.history().id(),
-                             state.request_id, seen.call_id, seen.tool_call_id,
-                             seen.iteration,   took_us,      seen.detail};
+      telemetry_event e{seen.kind,        st_.spec->id, slot.conversation.history().id(),
+                        state.request_id, seen.call_id, seen.tool_call_id,
+                        seen.iteration,   took_us,      seen.detail};
+      if (trace.record) describe_span(e, trace, s, tool);
+      return e;
     });
     if (seen.event && slot.running && slot.running->events)
       self_->send(slot.running->events, event_atom::value, std::move(*seen.event));
@@ -635,17 +698,19 @@ class agent_logic {
                                       ? telemetry_kind::request_cancelled
                                       : telemetry_kind::request_failed;
       st_.ctx->emit(kind, [&] {
-        return telemetry_event{
-            kind,
-            st_.spec->id,
-            thread_id,
-            r.request_id,
-            {},
-            {},
-            r.iterations,
-            steady_us() - slot.running->started_us,
-            r.ok() ? std::string{}
-                   : std::get<error_info>(r.outcome).type + ": " + std::get<error_info>(r.outcome).message};
+        telemetry_event e{kind,
+                          st_.spec->id,
+                          thread_id,
+                          r.request_id,
+                          {},
+                          {},
+                          r.iterations,
+                          steady_us() - slot.running->started_us,
+                          r.ok()
+                              ? std::string{}
+                              : std::get<error_info>(r.outcome).type + ": " + std::get<error_info>(r.outcome).message};
+        if (slot.trace.record) describe_request_span(e, slot.trace, r);
+        return e;
       });
       st_.thread_of.erase(r.request_id);
       slot.running->answer.deliver(std::move(r));
@@ -653,8 +718,23 @@ class agent_logic {
     }
     slot.asks.end();
     slot.tools.clear();
+    slot.trace = request_trace{};
     st_.threads.touch(thread_id, steady_ms());
     if (auto next = slot.asks.take_next()) start(slot, std::move(next->q), std::move(next->from));
+  }
+
+  void describe_request_span(telemetry_event& e, const request_trace& t, const reply& r) const {
+    e.span = t.request;
+    e.parent_span_id = t.parent_span;
+    e.end_unix_ns = wall_clock_ns();
+    e.provider = std::string(st_.provider->name());
+    e.model = t.model;
+    e.usage = r.usage;
+    if (!r.ok()) e.error_type = std::get<error_info>(r.outcome).type;
+    if (st_.ctx->record_content) {
+      e.input_messages = genai_text_message("user", t.question);
+      if (r.ok()) e.output_messages = genai_text_message("assistant", std::get<std::string>(r.outcome));
+    }
   }
 
   static std::int64_t steady_ms() { return steady_us() / 1000; }

@@ -7,8 +7,10 @@
 #include "actors/runtime_impl.hpp"
 #include "actors/supervisor.hpp"
 #include "runtime/random_ids.hpp"
-#include "runtime/thrown_by.hpp"
 #include "runtime/store/memory_store.hpp"
+#include "runtime/telemetry/fanout_sink.hpp"
+#include "runtime/telemetry/otlp_exporter.hpp"
+#include "runtime/thrown_by.hpp"
 
 #include <unistd.h>
 
@@ -99,6 +101,12 @@ runtime::impl::impl(runtime_options o) : options(std::move(o)) {
   ctx->provider = options.provider;
   ctx->store = options.store ? options.store : std::make_shared<memory_store>();
   ctx->telemetry = options.telemetry ? options.telemetry : std::make_shared<log_sink>();
+  // The OTEL_ variables add an OTLP exporter beside the sink chosen above.
+  if (options.traces_from_environment)
+    if (auto otlp = otlp_options_from_env())
+      ctx->telemetry = combined(ctx->telemetry, std::make_shared<otlp_exporter>(std::move(*otlp)));
+  ctx->record_spans = ctx->telemetry->records_spans();
+  ctx->record_content = ctx->telemetry->records_content();
   ctx->stores = std::make_unique<store_executor>(
       ctx->store, store_executor_options{.threads = options.store_threads, .deadline = options.store_deadline});
   ctx->owner_id = options.owner_id.empty() ? made_up_owner_id() : options.owner_id;
@@ -151,6 +159,8 @@ void runtime::impl::shutdown() {
   system->await_all_actors_done();
   ctx->stores.reset();
   ctx->workers.reset();
+  // Spans of the last requests are still queued in an exporter.
+  ctx->telemetry->flush(options.telemetry_flush_timeout);
 }
 
 // By agent: every ask to one agent passes through the same broker, so asks
@@ -183,7 +193,8 @@ request runtime::impl::ask(const std::string& agent_id, std::string question, as
     return handle;
   }
   s->deadline = options.deadline.value_or(agent->deadline);
-  query q{s->id, std::move(options.thread_id), std::move(question), std::move(options.overrides)};
+  query q{s->id, std::move(options.thread_id), std::move(question), std::move(options.overrides),
+          std::move(options.traceparent)};
   caf::anon_send(broker_for(agent_id), ask_atom::value, std::move(q), agent->actor, std::move(s));
   return handle;
 }
@@ -249,6 +260,7 @@ void runtime::add_agent_tool(std::string tool_name, std::string agent_id, std::s
     if (!impl) throw tool_failure(error_type::shutdown, "the runtime is shutting down");
     ask_options o;
     o.thread_id = ctx.agent_id + "->" + agent_id;  // one conversation per calling agent
+    o.traceparent = ctx.traceparent;               // the other agent's request is a child of this tool call
     o.on_reply = [agent_id, finish](const reply& answer) {
       if (answer.ok()) {
         finish(boost::json::value(std::get<std::string>(answer.outcome)));

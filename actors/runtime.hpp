@@ -51,6 +51,12 @@ struct runtime_options {
   std::chrono::milliseconds lease_ttl{60'000};
   int max_restarts = 3;  // per agent within restart_window
   std::chrono::milliseconds restart_window{5'000};
+  // Adds an OpenTelemetry exporter (OTLP/HTTP, JSON) beside `telemetry` when
+  // OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set
+  // and OTEL_SDK_DISABLED is not true (runtime/telemetry/otlp_exporter.hpp).
+  bool traces_from_environment = true;
+  // What shutdown() may spend delivering the spans the sinks still hold.
+  std::chrono::milliseconds telemetry_flush_timeout{5'000};
 };
 
 struct ask_options {
@@ -68,6 +74,10 @@ struct ask_options {
   // Called once with the reply, on a runtime thread, without subscribing to
   // the stream: the cheap way to chain requests without blocking.
   std::function<void(const reply&)> on_reply{};
+  // The caller's W3C trace context, a `traceparent` header's value: the
+  // request's spans (and the model and tool calls it makes) join that trace.
+  // Empty or malformed: the request starts a trace of its own.
+  std::string traceparent{};
 };
 
 class runtime;

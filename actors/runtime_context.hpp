@@ -89,6 +89,10 @@ struct runtime_context {
   int max_restarts = 3;
   std::chrono::milliseconds restart_window{5'000};
   std::atomic<bool> shutting_down{false};
+  // What the sink asked of events, read once: whether requests get span ids
+  // and span details, and whether message content goes with them.
+  bool record_spans = false;
+  bool record_content = false;
 
   bool wants(telemetry_kind k) const { return telemetry && telemetry->wants(k); }
   // Builds the event only if the sink wants its kind: events copy several

@@ -82,7 +82,8 @@ class tool_logic {
 
   void attempt(const std::string& key) {
     running_tool& r = st_.running.at(key);
-    tool_context ctx{r.agent_id, r.thread_id, r.exec->request_id, r.exec->tool_call_id, r.attempt, r.cancelled};
+    tool_context ctx{r.agent_id, r.thread_id, r.exec->request_id, r.exec->tool_call_id,
+                     r.attempt,  r.cancelled, r.exec->traceparent};
     const auto me = caf::actor_cast<tool_executor_actor>(self_);
     const int n = r.attempt;
     if (r.tool->is_async()) {

@@ -20,6 +20,9 @@ struct llm_stream {
   std::string request_id;
   int iteration = 0;
   context_meta context;  // how `messages` was projected from the thread
+  // The W3C traceparent of this call's span, for the provider to pass on;
+  // set by the runtime when the call is traced (the strategy leaves it empty).
+  std::string traceparent{};
 };
 
 }  // namespace troupe

@@ -16,6 +16,10 @@ struct tool_exec {
   std::int64_t timeout_ms = 0;
   std::string request_id;
   int iteration = 0;
+  // The W3C traceparent of this tool call's span, set by the runtime when
+  // the call is traced (the strategy leaves it empty); tools get it in their
+  // tool_context.
+  std::string traceparent{};
 
   friend bool operator==(const tool_exec&, const tool_exec&) = default;
 };

@@ -17,9 +17,10 @@ class random_ids final : public id_source {
   random_ids();
   explicit random_ids(std::uint64_t seed);
   std::string next(std::string_view kind) override;
+  // 64 random bits, for ids that are numbers (trace and span ids).
+  std::uint64_t next_u64();
 
  private:
-  std::uint64_t next_u64();
   std::array<std::uint64_t, 4> s_;
 };
 

@@ -8,9 +8,7 @@ namespace troupe {
 
 namespace json = boost::json;
 
-namespace {
-
-void append_string(std::string& out, std::string_view s) {
+void append_json_string(std::string& out, std::string_view s) {
   // The escapes of Boost.JSON's serializer: the quote, the backslash, the
   // five control characters with a letter of their own, every other control
   // character as \u00xx in lower case; the rest (UTF-8 included) as it is.
@@ -60,6 +58,8 @@ void append_string(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
+namespace {
+
 template <class Number>
 void append_number(std::string& out, Number n) {
   char buf[32];
@@ -67,7 +67,9 @@ void append_number(std::string& out, Number n) {
   out.append(buf, r.ptr);
 }
 
-void append_double(std::string& out, double d) {
+}  // namespace
+
+void append_json_double(std::string& out, double d) {
   if (!std::isfinite(d)) {
     out.append("null");
     return;
@@ -77,6 +79,8 @@ void append_double(std::string& out, double d) {
   if (out.find_first_of(".e", start) == std::string::npos) out.append(".0");
 }
 
+namespace {
+
 void append_value(std::string& out, const json::value& v);
 
 void append_object(std::string& out, const json::object& o) {
@@ -85,7 +89,7 @@ void append_object(std::string& out, const json::object& o) {
   for (const auto& kv : o) {
     if (!first) out.push_back(',');
     first = false;
-    append_string(out, kv.key());
+    append_json_string(out, kv.key());
     out.push_back(':');
     append_value(out, kv.value());
   }
@@ -118,10 +122,10 @@ void append_value(std::string& out, const json::value& v) {
       append_number(out, v.get_uint64());
       break;
     case json::kind::double_:
-      append_double(out, v.get_double());
+      append_json_double(out, v.get_double());
       break;
     case json::kind::string:
-      append_string(out, v.get_string());
+      append_json_string(out, v.get_string());
       break;
     case json::kind::array:
       append_array(out, v.get_array());
@@ -139,7 +143,7 @@ std::string text_of(const Json& x, void (*append)(std::string&, const Json&)) {
   return out;
 }
 
-void append_json_string(std::string& out, const json::string& s) { append_string(out, s); }
+void append_string_value(std::string& out, const json::string& s) { append_json_string(out, std::string_view(s)); }
 
 }  // namespace
 
@@ -148,6 +152,6 @@ void append_json_text(std::string& out, const json::value& v) { append_value(out
 std::string json_text(const json::value& v) { return text_of(v, append_value); }
 std::string json_text(const json::object& o) { return text_of(o, append_object); }
 std::string json_text(const json::array& a) { return text_of(a, append_array); }
-std::string json_text(const json::string& s) { return text_of(s, append_json_string); }
+std::string json_text(const json::string& s) { return text_of(s, append_string_value); }
 
 }  // namespace troupe

@@ -14,6 +14,7 @@
 #include <boost/json/value.hpp>
 
 #include <string>
+#include <string_view>
 
 namespace troupe {
 
@@ -25,5 +26,9 @@ std::string json_text(const boost::json::string& s);
 
 // Appends the text of `v` to `out`.
 void append_json_text(std::string& out, const boost::json::value& v);
+// Appends one string (quoted and escaped) or one double, as above: for
+// writers that stream JSON without building a value first.
+void append_json_string(std::string& out, std::string_view s);
+void append_json_double(std::string& out, double d);
 
 }  // namespace troupe

@@ -50,6 +50,9 @@ struct query {
   std::string thread_id;  // empty: the agent's default thread
   std::string text;
   query_overrides overrides;
+  // The caller's W3C trace context (a traceparent header's value): the
+  // request's spans join that trace. Empty: none.
+  std::string traceparent{};
 
   friend bool operator==(const query&, const query&) = default;
 };

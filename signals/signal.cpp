@@ -18,6 +18,7 @@ constexpr std::array<std::string_view, std::variant_size_v<signal>> type_names{
 json::value data_of(const query& q) {
   json::object o{{"request_id", q.request_id}, {"thread_id", q.thread_id}, {"text", q.text}};
   if (auto ov = to_json(q.overrides); !ov.as_object().empty()) o["overrides"] = std::move(ov);
+  if (!q.traceparent.empty()) o["traceparent"] = q.traceparent;
   return o;
 }
 
@@ -70,6 +71,7 @@ decoded<signal> decode_query(json_reader& r) {
     else
       r.fail(overrides.error());
   }
+  q.traceparent = r.optional_string("traceparent").value_or("");
   if (!r.ok()) return r.error();
   return signal{std::move(q)};
 }

@@ -105,6 +105,8 @@ std::unique_ptr<llm_call> http_llm_provider::stream(const llm_stream& request, l
     r.headers.emplace_back("anthropic-version", options_.anthropic_version);
   }
   if (options_.stream) r.headers.emplace_back("Accept", "text/event-stream");
+  // The call's span, so that a traced model server's spans join the agent's trace.
+  if (!request.traceparent.empty()) r.headers.emplace_back("traceparent", request.traceparent);
   r.connect_timeout = options_.connect_timeout;
   r.first_byte_timeout = options_.first_byte_timeout;
   r.idle_timeout = options_.idle_timeout;

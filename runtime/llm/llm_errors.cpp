@@ -1,6 +1,7 @@
 #include "runtime/llm/llm_errors.hpp"
 
 #include "runtime/llm/wire/json_fields.hpp"
+#include "runtime/text.hpp"
 
 #include <boost/json/parse.hpp>
 
@@ -17,12 +18,6 @@ namespace json = boost::json;
 
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-
 // The error object of a body in either provider's shape. A field of the wrong
 // type in it is ignored: the call has failed already, and the status says how.
 std::optional<json_fields> error_object(const json::value& body, json_problem& ignored) {
@@ -31,7 +26,7 @@ std::optional<json_fields> error_object(const json::value& body, json_problem& i
 }
 
 bool mentions_context_length(const json_fields& e) {
-  const std::string text = lower(std::string(e.text("code")) + " " + std::string(e.text("message")));
+  const std::string text = ascii_lower(std::string(e.text("code")) + " " + std::string(e.text("message")));
   return text.find("context_length_exceeded") != std::string::npos ||
          text.find("context length") != std::string::npos || text.find("prompt is too long") != std::string::npos ||
          text.find("maximum context") != std::string::npos;
@@ -103,7 +98,7 @@ error_info classify_stream_error(const json::value& error) {
   json_problem ignored;
   const json_fields o(error.get_object(), "error", ignored);
   e.message = std::string(o.text("message"));
-  const std::string kind = lower(o.text("type")) + " " + lower(o.text("code"));
+  const std::string kind = ascii_lower(o.text("type")) + " " + ascii_lower(o.text("code"));
   if (kind.find("overloaded") != std::string::npos)
     e.type = "overloaded";
   else if (kind.find("rate_limit") != std::string::npos)

@@ -1,6 +1,8 @@
 #include "runtime/net/http_client.hpp"
 #include "runtime/thrown_by.hpp"
 
+#include "runtime/text.hpp"
+
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -14,19 +16,6 @@ namespace troupe {
 namespace {
 
 using steady = std::chrono::steady_clock;
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
-    s.remove_suffix(1);
-  return s;
-}
 
 // libcurl's global set-up, once per process.
 struct curl_global {
@@ -96,7 +85,8 @@ struct transfer {
         const auto space = line.find(' ');
         if (space != std::string_view::npos) t->head.status = std::atoi(std::string(line.substr(space + 1, 3)).c_str());
       } else if (const auto colon = line.find(':'); colon != std::string_view::npos) {
-        t->head.headers.emplace_back(lower(trim(line.substr(0, colon))), std::string(trim(line.substr(colon + 1))));
+        t->head.headers.emplace_back(ascii_lower(trimmed(line.substr(0, colon))),
+                                     std::string(trimmed(line.substr(colon + 1))));
       }
     });
     return kept ? size * n : 0;  // 0 makes curl abort the transfer

@@ -3,11 +3,15 @@
 // correlation ids it has; a sink decides what to do with them. Sinks are
 // called from many threads at once and must be thread-safe.
 
+#include "runtime/telemetry/trace_context.hpp"
+#include "signals/token_usage.hpp"
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +57,24 @@ struct telemetry_event {
   int iteration = 0;
   std::int64_t duration_us = 0;  // for *_completed, *_error, *_timeout
   std::string detail;            // tool name, error type and message, …
+
+  // What a trace needs, on the events that end a span (a request, a model
+  // call, a tool call: genai_spans.hpp), filled only for sinks that record
+  // spans: the default log sink pays nothing for them.
+  span_context span{};               // the span this event ends
+  std::uint64_t parent_span_id = 0;  // 0: a root span
+  std::int64_t end_unix_ns = 0;      // the span's end; it began duration_us before
+  std::string error_type{};          // a failure's type alone (detail also has its message)
+  // Model calls:
+  std::string model{};
+  std::string provider{};
+  std::optional<token_usage> usage{};
+  std::string finish_reason{};
+  std::int64_t first_chunk_us = -1;  // from the call's start to its first delta; -1: none came
+  // Message content, only for sinks that ask for it (it may be private), as
+  // JSON text in the shape of the GenAI conventions' gen_ai.*.messages.
+  std::string input_messages{};
+  std::string output_messages{};
 };
 
 class telemetry_sink {
@@ -61,6 +83,13 @@ class telemetry_sink {
   // Lets emitters skip building events nobody wants (deltas are frequent).
   virtual bool wants(telemetry_kind) const { return true; }
   virtual void emit(const telemetry_event& e) = 0;
+  // Whether events should carry the span fields above (random ids, a clock
+  // read, a few copies per request), and message content too.
+  virtual bool records_spans() const { return false; }
+  virtual bool records_content() const { return false; }
+  // Delivers what the sink still holds, taking at most `deadline`; called
+  // when the runtime shuts down.
+  virtual void flush(std::chrono::milliseconds /*deadline*/) {}
 };
 
 // Writes one line per event to stderr when TROUPE_LOG=debug; otherwise only

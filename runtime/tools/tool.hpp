@@ -28,6 +28,10 @@ struct tool_context {
   // Set when the call is cancelled or timed out; long-running tools should
   // check it and return early.
   std::shared_ptr<const std::atomic<bool>> cancelled;
+  // The W3C traceparent of this call's span when it is traced, else empty:
+  // a tool that calls a server (MCP, HTTP) sends it as the `traceparent`
+  // header, so the server's spans join the agent's trace.
+  std::string traceparent{};
 
   bool is_cancelled() const { return cancelled && cancelled->load(std::memory_order_relaxed); }
 };

@@ -2,6 +2,7 @@
 // Anthropic server.
 
 #include "support/http_test_server.hpp"
+#include "support/otlp_receiver.hpp"
 
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
@@ -581,4 +582,66 @@ TEST_CASE("a troupe process killed mid-turn: another takes its thread over once 
   CHECK(entries[0].at("payload").at("content") == "first question");
   CHECK(entries[1].at("payload").at("content") == "second question");
   std::filesystem::remove(slow);
+}
+
+namespace {
+
+// Sets environment variables for the commands a test runs, and removes them after.
+struct scoped_env {
+  std::vector<std::string> names;
+  scoped_env(std::initializer_list<std::pair<std::string, std::string>> vars) {
+    for (const auto& [k, v] : vars) {
+      ::setenv(k.c_str(), v.c_str(), 1);
+      names.push_back(k);
+    }
+  }
+  ~scoped_env() {
+    for (const auto& k : names) ::unsetenv(k.c_str());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("troupe sends traces to the collector OTEL_EXPORTER_OTLP_ENDPOINT names") {
+  key_in_env key;
+  otlp_receiver collector;
+  const std::string endpoint = collector.server().base_url();
+
+  SECTION("ask: the request and its model call, with the model server given the call's traceparent") {
+    http_test_server server;
+    server.respond(scripted_http_response::sse(fixture("openai_text.sse")));
+    scoped_env env{{"OTEL_EXPORTER_OTLP_ENDPOINT", endpoint}, {"OTEL_SERVICE_NAME", "cli-test"}};
+    const run_result r = run_troupe("ask --model openai:test-model --base-url " + server.base_url() +
+                                    "/v1 --api-key-env TROUPE_TEST_KEY 'Say hello'");
+    CHECK(r.exit_code == 0);
+    REQUIRE(collector.server().request_count() >= 1);
+    const auto body = json::parse(collector.server().requests().at(0).body);
+    CHECK(body.at("resourceSpans").at(0).at("resource").at("attributes").at(0).at("value").at("stringValue") ==
+          "cli-test");
+    const auto chats = collector.spans_named("chat test-model");
+    REQUIRE(chats.size() == 1);
+    const auto requests = collector.spans_named("invoke_agent cli");
+    REQUIRE(requests.size() == 1);
+    CHECK(chats[0].at("parentSpanId") == requests[0].at("spanId"));
+    const std::string traceparent = server.requests().at(0).header("traceparent");
+    CHECK(traceparent.find(std::string(chats[0].at("spanId").as_string())) != std::string::npos);
+  }
+  SECTION("simulate: one invoke_agent span per turn") {
+    scoped_env env{{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint + "/v1/traces"}};
+    const run_result r = run_troupe("simulate --agents 3 --turns 2 --tools-per-turn 1 --json");
+    CHECK(r.exit_code == 0);
+    std::size_t requests = 0, tools = 0;
+    for (const auto& s : collector.spans()) {
+      const std::string name(s.at("name").as_string());
+      requests += name.rfind("invoke_agent ", 0) == 0;
+      tools += name.rfind("execute_tool ", 0) == 0;
+    }
+    CHECK(requests == 6);
+    CHECK(tools == 6);
+  }
+  SECTION("OTEL_SDK_DISABLED=true sends nothing") {
+    scoped_env env{{"OTEL_EXPORTER_OTLP_ENDPOINT", endpoint}, {"OTEL_SDK_DISABLED", "true"}};
+    CHECK(run_troupe("simulate --agents 2 --turns 1 --json").exit_code == 0);
+    CHECK(collector.server().request_count() == 0);
+  }
 }

@@ -21,6 +21,7 @@ std::vector<signal> one_of_each() {
   return {
       q,
       query{"r2", "", "plain", {}},
+      query{"r3", "t", "traced", {}, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
       llm_delta{"c1", "Hel", "thinking…"},
       llm_result{"c1", llm_completion{"Hello", "", {}, token_usage{12, 3}, "stop"}},
       llm_result{"c2", llm_completion{"",

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -101,6 +102,17 @@ class http_test_server {
     std::lock_guard lock(mutex_);
     script_.push_back(std::move(r));
   }
+  // The answer once the script is used up (else a 500), for a server that
+  // answers every request alike: a collector, say.
+  void respond_always(scripted_http_response r) {
+    std::lock_guard lock(mutex_);
+    fallback_ = std::move(r);
+  }
+  // True once `n` requests were received (the answer may still be on its way).
+  bool wait_for_requests(std::size_t n, std::chrono::milliseconds timeout) const {
+    std::unique_lock lock(mutex_);
+    return received_.wait_for(lock, timeout, [&] { return requests_.size() >= n; });
+  }
 
   std::vector<recorded_request> requests() const {
     std::lock_guard lock(mutex_);
@@ -135,8 +147,10 @@ class http_test_server {
       {
         std::lock_guard lock(mutex_);
         requests_.push_back(req);
+        received_.notify_all();
         if (script_.empty()) {
-          r = scripted_http_response::json(500, R"({"error":{"message":"no scripted response left"}})");
+          r = fallback_ ? *fallback_
+                        : scripted_http_response::json(500, R"({"error":{"message":"no scripted response left"}})");
         } else {
           r = std::move(script_.front());
           script_.pop_front();
@@ -237,7 +251,9 @@ class http_test_server {
   std::atomic<std::size_t> in_flight_{0};
   std::atomic<std::size_t> max_in_flight_{0};
   mutable std::mutex mutex_;
+  mutable std::condition_variable received_;
   std::deque<scripted_http_response> script_;
+  std::optional<scripted_http_response> fallback_;
   std::vector<recorded_request> requests_;
   std::vector<std::thread> connections_;
   std::thread acceptor_;
