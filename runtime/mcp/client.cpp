@@ -13,8 +13,17 @@ std::shared_ptr<client> client::create(client_options options, transport_factory
   return std::shared_ptr<client>(new client(std::move(options), std::move(make_transport)));
 }
 
+namespace {
+
+timer_queue& shared_timers() {
+  static auto* timers = new timer_queue;  // deliberately never destroyed
+  return *timers;
+}
+
+}  // namespace
+
 client::client(client_options options, transport_factory make_transport)
-    : options_(std::move(options)), make_transport_(std::move(make_transport)) {}
+    : options_(std::move(options)), make_transport_(std::move(make_transport)), timers_(shared_timers()) {}
 
 client::~client() { close(); }
 
@@ -29,9 +38,8 @@ client::connection_info client::info() const {
 }
 
 void client::run(actions a) {
-  // Not here: this may be the transport's own thread (its reader, which
-  // close() joins). The timer thread never is.
-  for (auto& t : a.to_close) timers_.schedule(milliseconds(0), [t] { t->close(); });
+  // This may be the transport's own thread: its close() allows for that.
+  for (auto& t : a.to_close) t->close();
   if (a.connect) connect();
   for (auto id : a.to_send) send_now(id);
   for (auto& [callback, reply] : a.replies)
@@ -217,9 +225,8 @@ void client::initialize(int generation) {
           if (generation != self->generation_) return;
           t = self->transport_;
         }
-        t->set_protocol_version(version);
         t->send(outgoing_message{encode_notification("notifications/initialized", {}), "notifications/initialized",
-                                 "", {}});
+                                 "", version, {}});
         self->become_ready(generation, era::legacy, version);
       });
 }
@@ -248,7 +255,6 @@ void client::become_ready(int generation, era spoken, std::string version) {
     era_ = spoken;
     version_ = std::move(version);
     a.to_send = std::exchange(waiting_, {});
-    if (spoken == era::modern) transport_->set_protocol_version(version_);
   }
   run(std::move(a));
 }
@@ -286,6 +292,9 @@ void client::send_now(std::int64_t id) {
     m.text = encode_request(id, p.method, std::move(params));
     m.method = p.method;
     m.name = p.name;
+    m.protocol_version = p.method == "server/discover" ? std::string(modern_version)
+                         : p.method == "initialize"    ? std::string()
+                                                       : version_;
     p.sent = true;
   }
   std::weak_ptr<client> weak = weak_from_this();
@@ -378,7 +387,7 @@ void client::handle_message(int generation, std::string_view text) {
                           }},
                message);
   }
-  if (!answer.empty() && t) t->send(outgoing_message{std::move(answer), "", "", {}});
+  if (!answer.empty() && t) t->send(outgoing_message{std::move(answer), "", "", version_now(), {}});
   if (on_note) on_note(std::get<rpc_notification>(message));
   run(std::move(a));
 }
@@ -402,6 +411,11 @@ void client::handle_closed(int generation, error_info why) {
   run(std::move(a));
 }
 
+std::string client::version_now() const {
+  std::lock_guard lock(mutex_);
+  return version_;
+}
+
 void client::notify_cancelled(const std::shared_ptr<transport>& t, std::int64_t id, std::uint64_t handle,
                               const std::string& reason) {
   if (!t) return;
@@ -415,7 +429,7 @@ void client::notify_cancelled(const std::shared_ptr<transport>& t, std::int64_t 
   if (!modern_http)
     t->send(outgoing_message{
         encode_notification("notifications/cancelled", json::object{{"requestId", id}, {"reason", reason}}),
-        "notifications/cancelled", "", {}});
+        "notifications/cancelled", "", version_now(), {}});
   if (per_request_exchange_ && handle) t->abort(handle);
 }
 
@@ -440,8 +454,11 @@ void client::timed_out(std::int64_t id) {
     t = transport_;
   }
   if (sent) notify_cancelled(t, id, handle, "timeout");
-  callback(error_info::of(error_type::timeout, "the MCP server " + options_.name + " did not answer " + method +
-                                                   " within " + std::to_string(after.count()) + " ms"));
+  const std::string within = " within " + std::to_string(after.count()) + " ms";
+  callback(error_info::of(error_type::timeout,
+                          sent ? "the MCP server " + options_.name + " did not answer " + method + within
+                               : "the MCP server " + options_.name + " was not ready for " + method + within +
+                                     ": it did not answer initialize (nor server/discover) in time"));
 }
 
 void client::cancel(std::int64_t id, std::string reason) {

@@ -120,6 +120,7 @@ class client : public std::enable_shared_from_this<client> {
   void handle_closed(int generation, error_info why);
   void handle_sent(std::int64_t id, std::optional<error_info> error);
   void timed_out(std::int64_t id);
+  std::string version_now() const;
   void notify_cancelled(const std::shared_ptr<transport>& t, std::int64_t id, std::uint64_t handle,
                         const std::string& reason);
   std::int64_t handshake_request(int generation, std::string method, boost::json::object params,
@@ -127,7 +128,9 @@ class client : public std::enable_shared_from_this<client> {
 
   client_options options_;
   transport_factory make_transport_;
-  timer_queue timers_;
+  // Shared by every client and never destroyed: a client may be destroyed
+  // on the timer thread, inside one of its callbacks.
+  timer_queue& timers_;
   mutable std::mutex mutex_;
   phase phase_ = phase::idle;
   int generation_ = 0;

@@ -52,11 +52,6 @@ std::optional<error_info> http_transport::open(transport_handlers handlers) {
   return std::nullopt;
 }
 
-void http_transport::set_protocol_version(std::string version) {
-  std::lock_guard lock(mutex_);
-  protocol_version_ = std::move(version);
-}
-
 std::uint64_t http_transport::send(outgoing_message message) {
   http_request r;
   r.method = "POST";
@@ -66,6 +61,7 @@ std::uint64_t http_transport::send(outgoing_message message) {
   r.headers.emplace_back("Accept", "application/json, text/event-stream");
   if (!message.method.empty()) r.headers.emplace_back("Mcp-Method", header_value(message.method));
   if (!message.name.empty()) r.headers.emplace_back("Mcp-Name", header_value(message.name));
+  if (!message.protocol_version.empty()) r.headers.emplace_back("MCP-Protocol-Version", message.protocol_version);
   r.body = std::move(message.text);
   r.connect_timeout = options_.connect_timeout;
   // The client above keeps every deadline; a tool call may stream nothing
@@ -119,7 +115,6 @@ std::uint64_t http_transport::send(outgoing_message message) {
   std::lock_guard lock(mutex_);
   if (closed_) return 0;
   if (!session_id_.empty()) r.headers.emplace_back("Mcp-Session-Id", session_id_);
-  if (!protocol_version_.empty()) r.headers.emplace_back("MCP-Protocol-Version", protocol_version_);
   // Under the lock: on_done cannot erase the id before it is recorded.
   const std::uint64_t id = client_->start(std::move(r), std::move(c));
   *id_holder = id;

@@ -33,7 +33,6 @@ class http_transport final : public transport {
   std::optional<error_info> open(transport_handlers handlers) override;
   std::uint64_t send(outgoing_message message) override;
   void abort(std::uint64_t handle) override;
-  void set_protocol_version(std::string version) override;
   void close() override;
   bool exchange_per_request() const override { return true; }
 
@@ -45,7 +44,6 @@ class http_transport final : public transport {
   std::shared_ptr<http_client> client_;
   transport_handlers handlers_;
   std::mutex mutex_;
-  std::string protocol_version_;
   std::string session_id_;
   std::set<std::uint64_t> in_flight_;
   bool closed_ = false;

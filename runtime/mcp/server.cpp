@@ -13,6 +13,13 @@ namespace {
 // A server that pages forever (a cursor that never ends) is cut off here.
 constexpr int max_pages = 100;
 
+// For servers given no client: one I/O thread for all of them, never
+// destroyed, since a server may be destroyed on that thread (in a callback).
+std::shared_ptr<http_client> shared_http_client() {
+  static auto* client = new std::shared_ptr<http_client>(std::make_shared<http_client>());
+  return *client;
+}
+
 }  // namespace
 
 std::shared_ptr<server> server::create(mcp_server_config config, tool_registry& registry,
@@ -28,7 +35,7 @@ std::shared_ptr<server> server::create(mcp_server_config config, tool_registry& 
 
 server::server(mcp_server_config config, tool_registry& registry, std::shared_ptr<http_client> http)
     : config_(std::move(config)), registry_(&registry), http_(std::move(http)) {
-  if (!config_.url.empty() && !http_) http_ = std::make_shared<http_client>();
+  if (!config_.url.empty() && !http_) http_ = shared_http_client();
   transport_factory factory;
   if (config_.url.empty()) {
     factory = [argv = config_.command]() -> std::unique_ptr<transport> {

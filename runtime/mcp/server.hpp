@@ -36,8 +36,9 @@ namespace mcp {
 
 class server : public std::enable_shared_from_this<server> {
  public:
-  // `registry` must outlive close(). `http` is shared with others; null: one
-  // of its own when the server is reached over HTTP.
+  // Call close() before `registry` goes: the server may outlive its last
+  // owner for as long as a callback runs. `http`: null for the process-wide
+  // client (HTTP servers only).
   static std::shared_ptr<server> create(mcp_server_config config, tool_registry& registry,
                                         std::shared_ptr<http_client> http = nullptr);
   ~server();

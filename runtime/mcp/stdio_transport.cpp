@@ -34,11 +34,52 @@ std::string describe_status(int status) {
 
 }  // namespace
 
-stdio_transport::stdio_transport(stdio_options options) : options_(std::move(options)) {}
+struct stdio_transport::process {
+  stdio_options options_;
+  transport_handlers handlers_;
+  pid_t pid_ = -1;
+  int to_child_ = -1;    // the child's stdin (a socket: MSG_NOSIGNAL spares us SIGPIPE)
+  int from_child_ = -1;  // its stdout
+  int errors_ = -1;      // its stderr
+  int stop_pipe_[2] = {-1, -1};
+  std::thread reader_;
+  std::mutex write_mutex_;
+  mutable std::mutex mutex_;  // guards what follows
+  std::string stderr_tail_;
+  bool reaped_ = false;
+  int exit_status_ = 0;
+  bool closing_ = false;
+  std::uint64_t next_handle_ = 1;
+
+  ~process() {
+    if (reader_.joinable()) reader_.detach();  // only when closed on the reader itself, which ends now
+    close_fd(to_child_);
+    close_fd(from_child_);
+    close_fd(errors_);
+    close_fd(stop_pipe_[0]);
+    close_fd(stop_pipe_[1]);
+  }
+  std::optional<error_info> open(transport_handlers handlers, std::shared_ptr<process> self);
+  std::uint64_t send(outgoing_message message);
+  void read_loop();
+  std::string stderr_tail() const;
+  std::optional<int> try_reap(bool block);
+  void close();
+};
+
+stdio_transport::stdio_transport(stdio_options options) : p_(std::make_shared<process>()) {
+  p_->options_ = std::move(options);
+}
 
 stdio_transport::~stdio_transport() { close(); }
 
-std::optional<error_info> stdio_transport::open(transport_handlers handlers) {
+std::optional<error_info> stdio_transport::open(transport_handlers handlers) { return p_->open(std::move(handlers), p_); }
+
+std::uint64_t stdio_transport::send(outgoing_message message) { return p_->send(std::move(message)); }
+
+void stdio_transport::close() { p_->close(); }
+
+std::optional<error_info> stdio_transport::process::open(transport_handlers handlers, std::shared_ptr<process> self) {
   handlers_ = std::move(handlers);
   if (options_.argv.empty()) return error_info::of(mcp_error::unavailable, "no command to start the MCP server with");
   int in[2], out[2], err[2];
@@ -88,11 +129,11 @@ std::optional<error_info> stdio_transport::open(transport_handlers handlers) {
     return error_info::of(mcp_error::unavailable,
                           "cannot start " + options_.argv.front() + ": " + std::strerror(rc));
   }
-  reader_ = std::thread([this] { read_loop(); });
+  reader_ = std::thread([self] { self->read_loop(); });
   return std::nullopt;
 }
 
-std::uint64_t stdio_transport::send(outgoing_message message) {
+std::uint64_t stdio_transport::process::send(outgoing_message message) {
   std::uint64_t handle;
   {
     std::lock_guard lock(mutex_);
@@ -118,7 +159,7 @@ std::uint64_t stdio_transport::send(outgoing_message message) {
   return handle;
 }
 
-std::optional<int> stdio_transport::try_reap(bool block) {
+std::optional<int> stdio_transport::process::try_reap(bool block) {
   std::lock_guard lock(mutex_);
   if (reaped_) return exit_status_;
   if (pid_ < 0) return std::nullopt;
@@ -132,7 +173,7 @@ std::optional<int> stdio_transport::try_reap(bool block) {
   return std::nullopt;
 }
 
-std::string stdio_transport::stderr_tail() const {
+std::string stdio_transport::process::stderr_tail() const {
   std::lock_guard lock(mutex_);
   std::string tail = stderr_tail_;
   while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
@@ -140,7 +181,7 @@ std::string stdio_transport::stderr_tail() const {
   return tail;
 }
 
-void stdio_transport::read_loop() {
+void stdio_transport::process::read_loop() {
   std::string line;
   bool discarding = false;  // the rest of an oversized line
   bool out_open = true, err_open = true;
@@ -154,6 +195,10 @@ void stdio_transport::read_loop() {
       break;
     }
     if (fds[2].revents) return;  // close() takes over
+    {
+      std::lock_guard lock(mutex_);
+      if (closing_) return;
+    }
     if (fds[1].revents) {
       const ssize_t n = ::read(errors_, buf, sizeof buf);
       if (n <= 0) {
@@ -206,7 +251,7 @@ void stdio_transport::read_loop() {
   if (handlers_.on_closed) handlers_.on_closed(error_info::of(mcp_error::server_exited, why));
 }
 
-void stdio_transport::close() {
+void stdio_transport::process::close() {
   {
     std::lock_guard lock(mutex_);
     if (closing_) return;
@@ -230,7 +275,15 @@ void stdio_transport::close() {
     const char c = 0;
     [[maybe_unused]] auto ignored = ::write(stop_pipe_[1], &c, 1);
   }
-  if (reader_.joinable()) reader_.join();
+  if (reader_.joinable()) {
+    if (reader_.get_id() == std::this_thread::get_id()) {
+      // Closed from one of its own callbacks: it sees the stop pipe once
+      // that returns, and ~process closes the descriptors after it.
+      reader_.detach();
+      return;
+    }
+    reader_.join();
+  }
   std::lock_guard lock(write_mutex_);
   close_fd(to_child_);
   close_fd(from_child_);

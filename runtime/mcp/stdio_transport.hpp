@@ -32,28 +32,12 @@ class stdio_transport final : public transport {
   std::uint64_t send(outgoing_message message) override;
   void close() override;
 
-  pid_t pid() const { return pid_; }
-
  private:
-  void read_loop();
-  std::string stderr_tail() const;
-  std::optional<int> try_reap(bool block);
-
-  stdio_options options_;
-  transport_handlers handlers_;
-  pid_t pid_ = -1;
-  int to_child_ = -1;    // the child's stdin (a socket: MSG_NOSIGNAL spares us SIGPIPE)
-  int from_child_ = -1;  // its stdout
-  int errors_ = -1;      // its stderr
-  int stop_pipe_[2] = {-1, -1};
-  std::thread reader_;
-  std::mutex write_mutex_;
-  mutable std::mutex mutex_;  // guards what follows
-  std::string stderr_tail_;
-  bool reaped_ = false;
-  int exit_status_ = 0;
-  bool closing_ = false;
-  std::uint64_t next_handle_ = 1;
+  // Everything the reader thread touches: it holds a reference, so the
+  // transport may be closed and destroyed on that very thread (the last
+  // owner of an MCP client can go away inside one of its callbacks).
+  struct process;
+  std::shared_ptr<process> p_;
 };
 
 }  // namespace troupe::mcp

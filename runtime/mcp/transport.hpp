@@ -19,6 +19,9 @@ struct outgoing_message {
   std::string text;    // one JSON-RPC request or notification
   std::string method;  // for the HTTP headers that mirror the body
   std::string name;    // params.name of tools/call, else empty
+  // The revision it is written in (HTTP's MCP-Protocol-Version); empty for
+  // `initialize`, which has none yet.
+  std::string protocol_version;
   // Called once the transport is done with the message: nullopt when it
   // went out (and, over HTTP, its response stream ended), else why it failed.
   // A response that arrives still goes to on_message first.
@@ -41,8 +44,6 @@ class transport {
   virtual std::uint64_t send(outgoing_message message) = 0;
   // Stops waiting for that message's response (HTTP: closes its stream).
   virtual void abort(std::uint64_t) {}
-  // The version later messages declare (HTTP's MCP-Protocol-Version).
-  virtual void set_protocol_version(std::string) {}
   // True when every request gets a response stream of its own (HTTP): its
   // end without a response is then a failure of that request.
   virtual bool exchange_per_request() const { return false; }
