@@ -261,6 +261,8 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
       };
       rt.tools().add(std::move(t));
     }
+    if (options.add_tools)
+      for (auto& name : options.add_tools(rt)) tools.push_back(std::move(name));
   }
 
   const std::size_t rss_before = current_rss_bytes();

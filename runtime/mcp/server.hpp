@@ -22,16 +22,6 @@
 
 namespace troupe {
 
-// What adding a server gave: the tools it registered, the listed tools it
-// could not offer (each an mcp_invalid_tool error), or why it failed.
-struct mcp_server_status {
-  std::vector<std::string> tools;
-  std::vector<error_info> rejected;
-  std::optional<error_info> error;
-
-  bool ok() const { return !error.has_value(); }
-};
-
 namespace mcp {
 
 class server : public std::enable_shared_from_this<server> {

@@ -3,6 +3,8 @@
 // describe it. Plain data: no process is started and nothing is connected
 // by making one.
 
+#include "signals/error_info.hpp"
+
 #include <chrono>
 #include <optional>
 #include <string>
@@ -23,6 +25,16 @@ struct mcp_server_config {
   std::chrono::milliseconds call_timeout{60'000};     // one tools/call
   std::chrono::milliseconds request_timeout{30'000};  // initialize, tools/list
   std::chrono::milliseconds probe_timeout{5'000};     // server/discover, for a server that may not know it
+};
+
+// What adding a server gave: the tools it registered, the listed tools it
+// could not offer (each an mcp_invalid_tool error), or why it failed.
+struct mcp_server_status {
+  std::vector<std::string> tools;
+  std::vector<error_info> rejected;
+  std::optional<error_info> error;
+
+  bool ok() const { return !error.has_value(); }
 };
 
 // "NAME=COMMAND ARG…" (words split on spaces; single or double quotes keep
