@@ -393,22 +393,8 @@ void client::handle_message(int generation, std::string_view text) {
 }
 
 void client::handle_closed(int generation, error_info why) {
-  actions a;
-  {
-    std::lock_guard lock(mutex_);
-    if (generation != generation_) return;
-    ++generation_;
-    if (phase_ != phase::closed) phase_ = phase::idle;
-    if (transport_) a.to_close.push_back(std::exchange(transport_, nullptr));
-    why.message += " — it will be started again on the next call";
-    for (auto it = pending_.begin(); it != pending_.end();) {
-      timers_.cancel(it->second.timer);
-      a.replies.emplace_back(std::move(it->second.on_reply), why);
-      it = pending_.erase(it);
-    }
-    waiting_.clear();
-  }
-  run(std::move(a));
+  why.message += " — it will be started again on the next call";
+  fail_connection(generation, std::move(why));
 }
 
 std::string client::version_now() const {

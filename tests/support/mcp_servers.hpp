@@ -4,6 +4,7 @@
 // which port it listens, and a bounded way to call a registered tool.
 // A missing node or package fails the test, saying how to install it.
 
+#include "runtime/mcp/server.hpp"
 #include "runtime/tools/tool_registry.hpp"
 
 #include <catch2/catch.hpp>
@@ -132,6 +133,17 @@ inline int free_port() {
   ::close(s);
   return ntohs(a.sin_port);
 }
+
+// An MCP server started for one test, closed when the test's scope ends
+// (before the registry, which it must not outlive).
+struct started_server {
+  std::shared_ptr<mcp::server> server;
+  mcp_server_status status;
+  started_server(mcp_server_config c, tool_registry& tools)
+      : server(mcp::server::create(std::move(c), tools)), status(server->start()) {}
+  ~started_server() { server->close(); }
+  mcp::server* operator->() const { return server.get(); }
+};
 
 // A registered tool started the way the tool executor starts one.
 struct started_call {

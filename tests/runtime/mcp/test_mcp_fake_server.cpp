@@ -26,16 +26,6 @@ mcp_server_config fake(std::vector<std::string> args) {
   return c;
 }
 
-// A server closed when the test's scope ends, before its registry goes.
-struct started {
-  std::shared_ptr<mcp::server> server;
-  mcp_server_status status;
-  started(mcp_server_config c, tool_registry& tools)
-      : server(mcp::server::create(std::move(c), tools)), status(server->start()) {}
-  ~started() { server->close(); }
-  mcp::server* operator->() const { return server.get(); }
-};
-
 // Waits, bounded, for the registry to hold a tool of that name.
 bool appears(tool_registry& tools, const std::string& name) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -50,7 +40,7 @@ bool appears(tool_registry& tools, const std::string& name) {
 
 TEST_CASE("a legacy stdio server: initialize, every page of tools/list, tools/call") {
   tool_registry tools;
-  started server(fake({"legacy", "--page-size", "2"}), tools);
+  started_server server(fake({"legacy", "--page-size", "2"}), tools);
   const mcp_server_status& status = server.status;
   INFO((status.error ? status.error->message : ""));
   REQUIRE(status.ok());
@@ -101,7 +91,7 @@ TEST_CASE("a legacy stdio server: initialize, every page of tools/list, tools/ca
 
 TEST_CASE("a modern stdio server: server/discover, and _meta on every request") {
   tool_registry tools;
-  started server(fake({"modern"}), tools);
+  started_server server(fake({"modern"}), tools);
   const mcp_server_status& status = server.status;
   INFO((status.error ? status.error->message : ""));
   REQUIRE(status.ok());
@@ -122,7 +112,7 @@ TEST_CASE("a modern stdio server: server/discover, and _meta on every request") 
 
 TEST_CASE("a modern server that supports only an older revision is spoken to in that one") {
   tool_registry tools;
-  started server(fake({"downgrade"}), tools);
+  started_server server(fake({"downgrade"}), tools);
   REQUIRE(server.status.ok());
   CHECK(server->connection().spoken == mcp::era::legacy);
   CHECK(server->connection().protocol_version == "2025-06-18");
@@ -136,21 +126,21 @@ TEST_CASE("servers that misbehave give typed errors, and nothing hangs") {
     auto c = fake({"silent"});
     c.probe_timeout = std::chrono::milliseconds(200);
     c.request_timeout = std::chrono::milliseconds(500);
-    started server(c, tools);
+    started_server server(c, tools);
     const auto& status = server.status;
     REQUIRE(status.error);
     CHECK(status.error->type == error_type::timeout);
     CHECK(status.error->message.find("did not answer initialize") != std::string::npos);
   }
   SECTION("one that answers with what is not JSON-RPC: malformed_response") {
-    started server(fake({"garbage"}), tools);
+    started_server server(fake({"garbage"}), tools);
     const auto& status = server.status;
     REQUIRE(status.error);
     CHECK(status.error->type == error_type::malformed_response);
     CHECK(status.error->message.find("not JSON") != std::string::npos);
   }
   SECTION("one that picks a revision troupe does not speak: mcp_unsupported_version") {
-    started server(fake({"bad-version"}), tools);
+    started_server server(fake({"bad-version"}), tools);
     const auto& status = server.status;
     REQUIRE(status.error);
     CHECK(status.error->type == "mcp_unsupported_version");
@@ -160,13 +150,13 @@ TEST_CASE("servers that misbehave give typed errors, and nothing hangs") {
     mcp_server_config c;
     c.name = "missing";
     c.command = {"/nonexistent/troupe-mcp-server"};
-    started server(c, tools);
+    started_server server(c, tools);
     const auto& status = server.status;
     REQUIRE(status.error);
     CHECK(status.error->type == "mcp_unavailable");
   }
   SECTION("tools with schemas troupe cannot use are left out, each with a reason; the others work") {
-    started server(fake({"legacy", "--bad-schema"}), tools);
+    started_server server(fake({"legacy", "--bad-schema"}), tools);
     const auto& status = server.status;
     REQUIRE(status.ok());
     REQUIRE(status.rejected.size() == 2);
@@ -177,7 +167,7 @@ TEST_CASE("servers that misbehave give typed errors, and nothing hangs") {
     CHECK(outcome_text(call_tool(tools, "fake__echo", {{"text", "still"}})) == "echo: still");
   }
   SECTION("one that exits mid-call: the call fails with mcp_server_exited, and the next call starts it again") {
-    started server(fake({"legacy"}), tools);
+    started_server server(fake({"legacy"}), tools);
     REQUIRE(server.status.ok());
     auto e = std::get<error_info>(call_tool(tools, "fake__crash"));
     CHECK(e.type == "mcp_server_exited");
@@ -187,7 +177,7 @@ TEST_CASE("servers that misbehave give typed errors, and nothing hangs") {
     CHECK(server->connection().starts == 2);
   }
   SECTION("one that keeps dying is given up on") {
-    started server(fake({"legacy"}), tools);
+    started_server server(fake({"legacy"}), tools);
     REQUIRE(server.status.ok());
     // The first start and five restarts are allowed within the window.
     for (int i = 0; i < 6; ++i) CHECK(std::get<error_info>(call_tool(tools, "fake__crash")).type == "mcp_server_exited");
@@ -208,7 +198,7 @@ TEST_CASE("a modern Streamable HTTP server: JSON and SSE responses") {
   mcp_server_config c;
   c.name = "web";
   c.url = "http://127.0.0.1:" + port + "/mcp";
-  started server(c, tools);
+  started_server server(c, tools);
   const auto& status = server.status;
   INFO("sse " << sse << ": " << (status.error ? status.error->message : ""));
   REQUIRE(status.ok());

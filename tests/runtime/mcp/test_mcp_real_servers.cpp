@@ -20,16 +20,12 @@ namespace json = boost::json;
 
 namespace {
 
-struct started {
-  std::shared_ptr<mcp::server> server;
-  mcp_server_status status;
-  started(mcp_server_config c, tool_registry& tools)
-      : server(mcp::server::create(std::move(c), tools)), status(server->start()) {
+// Started, or the test stops with why not.
+struct started : started_server {
+  started(mcp_server_config c, tool_registry& tools) : started_server(std::move(c), tools) {
     INFO((status.error ? status.error->type + ": " + status.error->message : ""));
     REQUIRE(status.ok());
   }
-  ~started() { server->close(); }
-  mcp::server* operator->() const { return server.get(); }
 };
 
 // What every transport must get right with server-everything.
