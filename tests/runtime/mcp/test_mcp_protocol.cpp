@@ -151,7 +151,7 @@ TEST_CASE("a tools/call result becomes what the model reads") {
   }
 }
 
-TEST_CASE("--mcp and --mcp-header specs") {
+TEST_CASE("MCP servers as the command line names them (--mcp, --mcp-header)") {
   SECTION("NAME=COMMAND splits the command into words, quotes kept together") {
     mcp_server_config c;
     CHECK_FALSE(parse_mcp_server("fs=node 'my dir/server.js' /tmp", c));
