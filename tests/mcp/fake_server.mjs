@@ -37,6 +37,7 @@ function tools() {
     { name: "change", description: "Adds a tool and says so", inputSchema: object({}) },
     { name: "bad-result", description: "Answers with an unknown resultType", inputSchema: object({}) },
     { name: "image", description: "Answers with text and an image", inputSchema: object({}) },
+    { name: "pid", description: "Its process id", inputSchema: object({}) },
   ];
   if (extra) list.push({ name: "extra", description: "Added later", inputSchema: object({}) });
   if (badSchema) {
@@ -72,6 +73,8 @@ function callTool(params, id, send, notify) {
       extra = true;
       notify({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
       return result(text("changed"));
+    case "pid":
+      return result(text(String(process.pid)));
     case "bad-result":
       return { resultType: "frobnicate", content: [] };
     case "image":

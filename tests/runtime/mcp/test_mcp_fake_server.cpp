@@ -8,6 +8,8 @@
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+
 #include <thread>
 
 using namespace troupe;
@@ -50,7 +52,7 @@ TEST_CASE("a legacy stdio server: initialize, every page of tools/list, tools/ca
     CHECK(server->connection().protocol_version == "2025-11-25");
   }
   SECTION("every page of tools is registered under the server's name") {
-    CHECK(status.tools.size() == 9);
+    CHECK(status.tools.size() == 10);
     CHECK(tools.find("fake__echo"));
     CHECK(tools.find("fake__image"));
     CHECK(tools.find("fake__echo")->definition().spec.description == "Echoes its text");
@@ -83,9 +85,12 @@ TEST_CASE("a legacy stdio server: initialize, every page of tools/list, tools/ca
     CHECK(outcome_text(call_tool(tools, "fake__change")) == "changed");
     CHECK(appears(tools, "fake__extra"));
   }
-  SECTION("close removes its tools") {
+  SECTION("close removes its tools and stops the process") {
+    const pid_t pid = std::stoi(outcome_text(call_tool(tools, "fake__pid")));
+    REQUIRE(::kill(pid, 0) == 0);
     server->close();
     CHECK_FALSE(tools.find("fake__echo"));
+    CHECK(::kill(pid, 0) == -1);  // gone, and reaped
   }
 }
 
