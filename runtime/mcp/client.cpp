@@ -32,6 +32,11 @@ void client::on_notification(std::function<void(const rpc_notification&)> handle
   notification_handler_ = std::move(handler);
 }
 
+void client::on_reconnected(std::function<void()> handler) {
+  std::lock_guard lock(mutex_);
+  reconnected_handler_ = std::move(handler);
+}
+
 client::connection_info client::info() const {
   std::lock_guard lock(mutex_);
   return {phase_ == phase::ready, era_, version_, starts_};
@@ -248,6 +253,7 @@ std::int64_t client::handshake_request(int generation, std::string method, json:
 
 void client::become_ready(int generation, era spoken, std::string version) {
   actions a;
+  std::function<void()> reconnected;
   {
     std::lock_guard lock(mutex_);
     if (generation != generation_ || phase_ != phase::connecting) return;
@@ -255,8 +261,10 @@ void client::become_ready(int generation, era spoken, std::string version) {
     era_ = spoken;
     version_ = std::move(version);
     a.to_send = std::exchange(waiting_, {});
+    if (starts_ > 1) reconnected = reconnected_handler_;
   }
   run(std::move(a));
+  if (reconnected) reconnected();
 }
 
 void client::fail_connection(int generation, error_info why) {

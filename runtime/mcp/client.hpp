@@ -72,6 +72,10 @@ class client : public std::enable_shared_from_this<client> {
   // Notifications from the server (tools/list_changed, …), on a transport thread.
   void on_notification(std::function<void(const rpc_notification&)> handler);
 
+  // Called each time a connection is ready again after the first (the server
+  // was restarted), on a transport or timer thread.
+  void on_reconnected(std::function<void()> handler);
+
   // Fails what is pending with `shutdown` and stops the server. Idempotent.
   void close();
 
@@ -145,6 +149,7 @@ class client : public std::enable_shared_from_this<client> {
   std::deque<std::chrono::steady_clock::time_point> recent_starts_;
   std::optional<error_info> given_up_;
   std::function<void(const rpc_notification&)> notification_handler_;
+  std::function<void()> reconnected_handler_;
 };
 
 }  // namespace troupe::mcp

@@ -30,6 +30,10 @@ std::shared_ptr<server> server::create(mcp_server_config config, tool_registry& 
     if (n.method != "notifications/tools/list_changed") return;
     if (auto self = weak.lock()) self->relist();
   });
+  // A restarted server may offer other tools than the one that died.
+  s->client_->on_reconnected([weak] {
+    if (auto self = weak.lock()) self->relist();
+  });
   return s;
 }
 

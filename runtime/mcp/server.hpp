@@ -6,6 +6,7 @@
 // request (notifications/cancelled). When the server says its tools changed
 // (notifications/tools/list_changed) they are listed again and the registry
 // follows: new tools added, changed ones replaced, vanished ones removed.
+// The same happens when a server that died has been started again.
 
 #include "runtime/mcp/client.hpp"
 #include "runtime/mcp/server_config.hpp"

@@ -28,15 +28,18 @@ mcp_server_config fake(std::vector<std::string> args) {
   return c;
 }
 
-// Waits, bounded, for the registry to hold a tool of that name.
-bool appears(tool_registry& tools, const std::string& name) {
+// Waits, bounded, for the registry to hold (or no longer hold) a tool of that
+// name: a re-listing runs on the client's threads, not the test's.
+bool registered_within(tool_registry& tools, const std::string& name, bool wanted) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < until) {
-    if (tools.find(name)) return true;
+    if (static_cast<bool>(tools.find(name)) == wanted) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return false;
 }
+bool appears(tool_registry& tools, const std::string& name) { return registered_within(tools, name, true); }
+bool disappears(tool_registry& tools, const std::string& name) { return registered_within(tools, name, false); }
 
 }  // namespace
 
@@ -180,6 +183,16 @@ TEST_CASE("servers that misbehave give typed errors, and nothing hangs") {
     CHECK(e.message.find("boom") != std::string::npos);
     CHECK(outcome_text(call_tool(tools, "fake__echo", {{"text", "again"}})) == "echo: again");
     CHECK(server->connection().starts == 2);
+  }
+  SECTION("a restarted server's tools are listed again") {
+    started_server server(fake({"legacy"}), tools);
+    REQUIRE(server.status.ok());
+    CHECK(outcome_text(call_tool(tools, "fake__change")) == "changed");
+    REQUIRE(appears(tools, "fake__extra"));
+    CHECK(std::get<error_info>(call_tool(tools, "fake__crash")).type == "mcp_server_exited");
+    CHECK(outcome_text(call_tool(tools, "fake__echo", {{"text", "new process"}})) == "echo: new process");
+    // The new process has not been asked to add "extra".
+    CHECK(disappears(tools, "fake__extra"));
   }
   SECTION("one that keeps dying is given up on") {
     started_server server(fake({"legacy"}), tools);
