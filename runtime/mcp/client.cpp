@@ -72,7 +72,8 @@ std::int64_t client::add_pending(std::unique_lock<std::mutex>&, pending p, actio
 }
 
 std::int64_t client::request(std::string method, json::object params, std::optional<milliseconds> timeout,
-                             reply_callback on_reply, std::string name) {
+                             reply_callback on_reply, std::string name,
+                             std::vector<std::pair<std::string, std::string>> headers) {
   actions a;
   std::int64_t id = 0;
   {
@@ -84,8 +85,9 @@ std::int64_t client::request(std::string method, json::object params, std::optio
       on_reply(std::move(why));
       return 0;
     }
-    id = add_pending(lock, pending{std::move(method), std::move(params), std::move(name), timeout, std::move(on_reply)},
-                     a);
+    pending p{std::move(method), std::move(params), std::move(name), timeout, std::move(on_reply)};
+    p.headers = std::move(headers);
+    id = add_pending(lock, std::move(p), a);
   }
   run(std::move(a));
   return id;
@@ -300,6 +302,7 @@ void client::send_now(std::int64_t id) {
     m.text = encode_request(id, p.method, std::move(params));
     m.method = p.method;
     m.name = p.name;
+    m.headers = p.headers;
     m.protocol_version = p.method == "server/discover" ? std::string(modern_version)
                          : p.method == "initialize"    ? std::string()
                                                        : version_;

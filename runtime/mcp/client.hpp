@@ -63,7 +63,8 @@ class client : public std::enable_shared_from_this<client> {
   // with cancel(). `name` is params.name for the HTTP headers. The callback
   // runs once, on some transport or timer thread. Returns the request's id.
   std::int64_t request(std::string method, boost::json::object params, std::optional<std::chrono::milliseconds> timeout,
-                       reply_callback on_reply, std::string name = {});
+                       reply_callback on_reply, std::string name = {},
+                       std::vector<std::pair<std::string, std::string>> headers = {});
   // Stops waiting for the request and tells the server (notifications/cancelled
   // over stdio and legacy HTTP; over modern HTTP, closing the stream is the
   // cancellation). Its callback gets `cancelled`. Nothing if it already ended.
@@ -101,6 +102,7 @@ class client : public std::enable_shared_from_this<client> {
     bool sent = false;
     std::uint64_t transport_handle = 0;
     int generation = 0;
+    std::vector<std::pair<std::string, std::string>> headers{};
   };
   enum class phase { idle, connecting, ready, closed };
 

@@ -61,6 +61,7 @@ std::uint64_t http_transport::send(outgoing_message message) {
   r.headers.emplace_back("Accept", "application/json, text/event-stream");
   if (!message.method.empty()) r.headers.emplace_back("Mcp-Method", header_value(message.method));
   if (!message.name.empty()) r.headers.emplace_back("Mcp-Name", header_value(message.name));
+  for (const auto& [name, value] : message.headers) r.headers.emplace_back(name, header_value(value));
   if (!message.protocol_version.empty()) r.headers.emplace_back("MCP-Protocol-Version", message.protocol_version);
   r.body = std::move(message.text);
   r.connect_timeout = options_.connect_timeout;

@@ -128,13 +128,14 @@ tool server::make_tool(const listed_tool& listed) {
   // A second deadline behind the executor's, for callers that run the tool
   // without one.
   const auto backstop = config_.call_timeout + std::chrono::seconds(5);
-  t.start = [weak_client, server_name, mcp_name = listed.mcp_name, backstop](
+  t.start = [weak_client, server_name, mcp_name = listed.mcp_name, params = listed.param_headers, backstop](
                 const json::object& arguments, const tool_context&, tool_finish finish) -> std::function<void()> {
     auto c = weak_client.lock();
     if (!c) throw tool_failure(error_type::shutdown, "the MCP server " + server_name + " was closed");
     const std::int64_t id = c->request(
         "tools/call", json::object{{"name", mcp_name}, {"arguments", arguments}}, backstop,
-        [finish, server_name](rpc_reply reply) { finish(outcome_of_call(std::move(reply), server_name)); }, mcp_name);
+        [finish, server_name](rpc_reply reply) { finish(outcome_of_call(std::move(reply), server_name)); }, mcp_name,
+        param_header_values(params, arguments));
     if (id == 0) return {};
     return [weak_client, id] {
       if (auto c = weak_client.lock()) c->cancel(id, "the tool call was cancelled or timed out");
@@ -152,7 +153,7 @@ mcp_server_status server::apply(const std::vector<json::value>& listed) {
     return status;
   }
   for (const auto& v : listed) {
-    auto decoded = decode_listed_tool(v, config_.name);
+    auto decoded = decode_listed_tool(v, config_.name, !config_.url.empty());
     if (auto* e = std::get_if<error_info>(&decoded)) {
       status.rejected.push_back(std::move(*e));
       continue;

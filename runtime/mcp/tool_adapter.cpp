@@ -26,7 +26,7 @@ std::string troupe_tool_name(std::string_view server, std::string_view tool) {
   return name + hash;
 }
 
-std::variant<listed_tool, error_info> decode_listed_tool(const json::value& v, std::string_view server) {
+std::variant<listed_tool, error_info> decode_listed_tool(const json::value& v, std::string_view server, bool http) {
   const auto invalid = [&](std::string what) {
     return error_info::of(mcp_error::invalid_tool, "the MCP server " + std::string(server) + " listed " + what);
   };
@@ -45,6 +45,11 @@ std::variant<listed_tool, error_info> decode_listed_tool(const json::value& v, s
   if (t.spec.description.empty())
     if (const auto* title = o.if_contains("title"); title && title->is_string()) t.spec.description = title->as_string();
   t.spec.parameters = schema->as_object();
+  if (http) {
+    auto headers = find_param_headers(t.spec.parameters);
+    if (auto* problem = std::get_if<std::string>(&headers)) return invalid("the tool \"" + mcp_name + "\" with " + *problem);
+    t.param_headers = std::move(std::get<std::vector<param_header>>(headers));
+  }
   return t;
 }
 

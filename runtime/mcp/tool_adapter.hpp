@@ -5,6 +5,7 @@
 
 #include "directives/tool_spec.hpp"
 #include "runtime/mcp/client.hpp"
+#include "runtime/mcp/param_headers.hpp"
 #include "signals/tool_result.hpp"
 
 #include <boost/json/value.hpp>
@@ -24,11 +25,14 @@ std::string troupe_tool_name(std::string_view server, std::string_view tool);
 struct listed_tool {
   std::string mcp_name;  // as the server calls it
   tool_spec spec;        // as the model sees it
+  std::vector<param_header> param_headers;  // over HTTP only
 };
 
 // One entry of a tools/list result; an mcp_invalid_tool error when it has no
-// name or its inputSchema is not an object.
-std::variant<listed_tool, error_info> decode_listed_tool(const boost::json::value& v, std::string_view server);
+// name or its inputSchema is not an object, or (with `http`, where its
+// x-mcp-header annotations are honoured) when those are invalid.
+std::variant<listed_tool, error_info> decode_listed_tool(const boost::json::value& v, std::string_view server,
+                                                         bool http = false);
 
 // A tools/call reply as a tool outcome: structuredContent when there is some,
 // else the text of the content (one string; non-text items are described,

@@ -12,6 +12,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace troupe::mcp {
 
@@ -22,6 +24,8 @@ struct outgoing_message {
   // The revision it is written in (HTTP's MCP-Protocol-Version); empty for
   // `initialize`, which has none yet.
   std::string protocol_version;
+  // More HTTP headers (x-mcp-header parameters), values not yet encoded.
+  std::vector<std::pair<std::string, std::string>> headers{};
   // Called once the transport is done with the message: nullopt when it
   // went out (and, over HTTP, its response stream ended), else why it failed.
   // A response that arrives still goes to on_message first.

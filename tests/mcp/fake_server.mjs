@@ -19,6 +19,7 @@ const pageSize = args.includes("--page-size") ? Number(args[args.indexOf("--page
 const badSchema = args.includes("--bad-schema");
 const overHttp = args.includes("--http");
 const sse = args.includes("--sse");
+const paramHeaders = args.includes("--param-headers");
 const MODERN = "2026-07-28";
 
 let cancels = [];
@@ -40,6 +41,10 @@ function tools() {
     { name: "pid", description: "Its process id", inputSchema: object({}) },
   ];
   if (extra) list.push({ name: "extra", description: "Added later", inputSchema: object({}) });
+  if (paramHeaders) {
+    list.push({ name: "weather", description: "Routes on its region", inputSchema: object({ region: { type: "string", "x-mcp-header": "Region" }, days: { type: "integer" } }, ["region"]) });
+    list.push({ name: "bad-header", description: "x-mcp-header on a number", inputSchema: object({ n: { type: "number", "x-mcp-header": "N" } }) });
+  }
   if (badSchema) {
     list.push({ name: "number-type", description: "A schema valijson refuses", inputSchema: { type: 12 } });
     list.push({ name: "string-schema", description: "A schema that is not an object", inputSchema: "object" });
@@ -73,6 +78,8 @@ function callTool(params, id, send, notify) {
       extra = true;
       notify({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
       return result(text("changed"));
+    case "weather":
+      return result(text(`sunny in ${params.arguments?.region}`));
     case "pid":
       return result(text(String(process.pid)));
     case "bad-result":
@@ -172,6 +179,12 @@ if (!overHttp) {
       if (mode === "modern" && req.headers["mcp-method"] !== msg.method) {
         res.writeHead(400, { "content-type": "application/json" });
         res.end(JSON.stringify({ jsonrpc: "2.0", id: msg.id, error: { code: -32020, message: "Mcp-Method mismatch" } }));
+        return;
+      }
+      // x-mcp-header: the mirrored parameter must match the body.
+      if (msg.method === "tools/call" && msg.params?.name === "weather" && req.headers["mcp-param-region"] !== msg.params?.arguments?.region) {
+        res.writeHead(400, { "content-type": "application/json" });
+        res.end(JSON.stringify({ jsonrpc: "2.0", id: msg.id, error: { code: -32020, message: `Mcp-Param-Region is ${req.headers["mcp-param-region"]}` } }));
         return;
       }
       const notes = [];

@@ -207,7 +207,7 @@ TEST_CASE("servers that misbehave give typed errors, and nothing hangs") {
 
 TEST_CASE("a modern Streamable HTTP server: JSON and SSE responses") {
   const bool sse = GENERATE(false, true);
-  std::vector<std::string> args{"modern", "--http"};
+  std::vector<std::string> args{"modern", "--http", "--param-headers"};
   if (sse) args.push_back("--sse");
   background_server http(fake_server(args), "listening ");
   const auto at = http.log().find("listening ");
@@ -224,4 +224,10 @@ TEST_CASE("a modern Streamable HTTP server: JSON and SSE responses") {
   // The fake checks that MCP-Protocol-Version and Mcp-Method match the body.
   CHECK(outcome_text(call_tool(tools, "web__echo", {{"text", "over http"}})) == "echo: over http");
   CHECK(outcome_text(call_tool(tools, "web__fail")) == "error mcp_tool_error: it went wrong on purpose");
+  // x-mcp-header: the region goes out as Mcp-Param-Region too (the fake checks it)...
+  CHECK(outcome_text(call_tool(tools, "web__weather", {{"region", "us-west1"}})) == "sunny in us-west1");
+  // ...and a tool whose annotation is invalid is not offered.
+  CHECK_FALSE(tools.find("web__bad-header"));
+  REQUIRE(status.rejected.size() == 1);
+  CHECK(status.rejected[0].message.find("bad-header") != std::string::npos);
 }

@@ -121,6 +121,38 @@ TEST_CASE("a listed MCP tool becomes a tool spec") {
   }
 }
 
+TEST_CASE("x-mcp-header parameters are found, checked and mirrored") {
+  SECTION("annotated primitive properties, nested through properties, give Mcp-Param headers") {
+    auto found = find_param_headers(json::parse(R"({"type":"object","properties":{
+        "region":{"type":"string","x-mcp-header":"Region"},
+        "opts":{"type":"object","properties":{"dry":{"type":"boolean","x-mcp-header":"Dry-Run"}}},
+        "n":{"type":"integer","x-mcp-header":"N"}}})").as_object());
+    const auto& params = std::get<std::vector<param_header>>(found);
+    REQUIRE(params.size() == 3);
+    const auto headers = param_header_values(
+        params, json::parse(R"({"region":"eu","opts":{"dry":true},"n":-7})").as_object());
+    CHECK(headers == std::vector<std::pair<std::string, std::string>>{
+                         {"Mcp-Param-Region", "eu"}, {"Mcp-Param-Dry-Run", "true"}, {"Mcp-Param-N", "-7"}});
+  }
+  SECTION("an absent or null value sends no header") {
+    auto params = std::get<std::vector<param_header>>(
+        find_param_headers(json::parse(R"({"properties":{"r":{"type":"string","x-mcp-header":"R"}}})").as_object()));
+    CHECK(param_header_values(params, json::parse(R"({"r":null})").as_object()).empty());
+    CHECK(param_header_values(params, json::object{}).empty());
+  }
+  SECTION("invalid annotations are refused with a reason") {
+    const auto problem = [](const char* schema) {
+      auto r = find_param_headers(json::parse(schema).as_object());
+      return std::holds_alternative<std::string>(r);
+    };
+    CHECK(problem(R"({"properties":{"x":{"type":"number","x-mcp-header":"X"}}})"));
+    CHECK(problem(R"({"properties":{"x":{"type":"string","x-mcp-header":"bad name"}}})"));
+    CHECK(problem(R"({"properties":{"a":{"type":"string","x-mcp-header":"A"},"b":{"type":"string","x-mcp-header":"a"}}})"));
+    CHECK(problem(R"({"properties":{"l":{"type":"array","items":{"type":"string","x-mcp-header":"L"}}}})"));
+    CHECK_FALSE(problem(R"({"properties":{"x":{"type":"string"}}})"));
+  }
+}
+
 TEST_CASE("a tools/call result becomes what the model reads") {
   SECTION("text content, joined") {
     auto o = outcome_of_call(json::parse(R"({"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]})")
