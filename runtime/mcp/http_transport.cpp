@@ -35,6 +35,7 @@ error_info http_failure(int status, std::string_view body) {
 // One POST and what came back for it.
 struct http_transport::exchange {
   int status = 0;
+  bool in_session = false;  // it named a session (a 404 then says the session is gone)
   bool event_stream = false;
   std::string body;
   sse_parser events;
@@ -97,10 +98,23 @@ std::uint64_t http_transport::send(outgoing_message message) {
   };
   auto id_holder = std::make_shared<std::uint64_t>(0);
   c.on_done = [this, x, on_sent, id_holder](std::optional<error_info> error) {
+    bool session_gone = false;
     {
       std::lock_guard lock(mutex_);
       in_flight_.erase(*id_holder);
       if (closed_) return;
+      // A legacy server forgets sessions (it restarted, it expired them):
+      // everything waiting fails, and the next request opens a new one.
+      if (!error && x->status == 404 && x->in_session && !session_id_.empty()) {
+        session_id_.clear();
+        session_gone = true;
+      }
+    }
+    if (session_gone && handlers_.on_closed) {
+      error_info why = error_info::of(mcp_error::unavailable, "the MCP server ended the session (HTTP 404)");
+      why.http_status = 404;
+      handlers_.on_closed(std::move(why));
+      return;
     }
     if (!error && x->status >= 300) {
       // A modern server answers a request it refuses with 4xx and a JSON-RPC
@@ -115,7 +129,10 @@ std::uint64_t http_transport::send(outgoing_message message) {
   };
   std::lock_guard lock(mutex_);
   if (closed_) return 0;
-  if (!session_id_.empty()) r.headers.emplace_back("Mcp-Session-Id", session_id_);
+  if (!session_id_.empty()) {
+    r.headers.emplace_back("Mcp-Session-Id", session_id_);
+    x->in_session = true;
+  }
   // Under the lock: on_done cannot erase the id before it is recorded.
   const std::uint64_t id = client_->start(std::move(r), std::move(c));
   *id_holder = id;
@@ -133,13 +150,26 @@ void http_transport::abort(std::uint64_t handle) {
 
 void http_transport::close() {
   std::set<std::uint64_t> ids;
+  std::string session;
   {
     std::lock_guard lock(mutex_);
     if (closed_) return;
     closed_ = true;
     ids.swap(in_flight_);
+    session.swap(session_id_);
   }
   for (auto id : ids) client_->cancel(id);
+  if (session.empty()) return;
+  // A legacy session is ended with a DELETE, as its revision asks; nothing
+  // waits for the answer.
+  http_request r;
+  r.method = "DELETE";
+  r.url = options_.url;
+  r.headers = options_.headers;
+  r.headers.emplace_back("Mcp-Session-Id", session);
+  r.connect_timeout = std::chrono::seconds(2);
+  r.first_byte_timeout = r.idle_timeout = r.total_timeout = std::chrono::seconds(5);
+  client_->start(std::move(r), {});
 }
 
 }  // namespace troupe::mcp

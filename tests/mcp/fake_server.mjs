@@ -23,6 +23,8 @@ const paramHeaders = args.includes("--param-headers");
 const MODERN = "2026-07-28";
 
 let cancels = [];
+const sessions = new Set(); // legacy HTTP sessions
+let deletes = 0;
 let extra = false;
 const waiting = new Map(); // slow calls by request id, answered when cancelled or after a minute
 
@@ -39,6 +41,8 @@ function tools() {
     { name: "bad-result", description: "Answers with an unknown resultType", inputSchema: object({}) },
     { name: "image", description: "Answers with text and an image", inputSchema: object({}) },
     { name: "pid", description: "Its process id", inputSchema: object({}) },
+    { name: "end-session", description: "Forgets every HTTP session", inputSchema: object({}) },
+    { name: "deletes", description: "How many sessions were ended with DELETE", inputSchema: object({}) },
   ];
   if (extra) list.push({ name: "extra", description: "Added later", inputSchema: object({}) });
   if (paramHeaders) {
@@ -80,6 +84,11 @@ function callTool(params, id, send, notify) {
       return result(text("changed"));
     case "weather":
       return result(text(`sunny in ${params.arguments?.region}`));
+    case "end-session":
+      sessions.clear();
+      return result(text("forgotten"));
+    case "deletes":
+      return result(text(String(deletes)));
     case "pid":
       return result(text(String(process.pid)));
     case "bad-result":
@@ -153,6 +162,12 @@ if (!overHttp) {
   lines.on("close", () => process.exit(0));
 } else {
   const server = http.createServer((req, res) => {
+    if (req.method === "DELETE") {
+      deletes += 1;
+      sessions.delete(req.headers["mcp-session-id"]);
+      res.writeHead(200).end();
+      return;
+    }
     let body = "";
     req.on("data", (c) => (body += c));
     req.on("end", () => {
@@ -187,14 +202,25 @@ if (!overHttp) {
         res.end(JSON.stringify({ jsonrpc: "2.0", id: msg.id, error: { code: -32020, message: `Mcp-Param-Region is ${req.headers["mcp-param-region"]}` } }));
         return;
       }
+      // Legacy sessions: initialize opens one; any other request must name a live one.
+      let sessionHeader = {};
+      if (mode === "legacy" && msg.method === "initialize") {
+        const id = `session-${Math.random().toString(16).slice(2)}`;
+        sessions.add(id);
+        sessionHeader = { "mcp-session-id": id };
+      } else if (mode === "legacy" && msg.method !== "server/discover" && !sessions.has(req.headers["mcp-session-id"])) {
+        res.writeHead(req.headers["mcp-session-id"] ? 404 : 400, { "content-type": "application/json" });
+        res.end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32000, message: "no such session" } }));
+        return;
+      }
       const notes = [];
       const answer = (m, status = 200) => {
         if (sse) {
-          res.writeHead(status, { "content-type": "text/event-stream" });
+          res.writeHead(status, { "content-type": "text/event-stream", ...sessionHeader });
           for (const n of notes) res.write(`event: message\ndata: ${JSON.stringify(n)}\n\n`);
           res.end(`data: ${JSON.stringify(m)}\n\n`);
         } else {
-          res.writeHead(status, { "content-type": "application/json" });
+          res.writeHead(status, { "content-type": "application/json", ...sessionHeader });
           res.end(JSON.stringify(m));
         }
       };

@@ -55,7 +55,7 @@ TEST_CASE("a legacy stdio server: initialize, every page of tools/list, tools/ca
     CHECK(server->connection().protocol_version == "2025-11-25");
   }
   SECTION("every page of tools is registered under the server's name") {
-    CHECK(status.tools.size() == 10);
+    CHECK(status.tools.size() == 12);
     CHECK(tools.find("fake__echo"));
     CHECK(tools.find("fake__image"));
     CHECK(tools.find("fake__echo")->definition().spec.description == "Echoes its text");
@@ -230,4 +230,42 @@ TEST_CASE("a modern Streamable HTTP server: JSON and SSE responses") {
   CHECK_FALSE(tools.find("web__bad-header"));
   REQUIRE(status.rejected.size() == 1);
   CHECK(status.rejected[0].message.find("bad-header") != std::string::npos);
+}
+
+TEST_CASE("a legacy Streamable HTTP server's session") {
+  background_server http(fake_server({"legacy", "--http"}), "listening ");
+  const auto at = http.log().find("listening ");
+  const std::string url =
+      "http://127.0.0.1:" + http.log().substr(at + 10, http.log().find('\n', at) - at - 10) + "/mcp";
+  tool_registry tools;
+  mcp_server_config c;
+  c.name = "web";
+  c.url = url;
+  auto server = std::make_unique<started_server>(c, tools);
+  REQUIRE(server->status.ok());
+  CHECK((*server)->connection().spoken == mcp::era::legacy);
+
+  SECTION("calls carry the session the server opened") {
+    CHECK(outcome_text(call_tool(tools, "web__echo", {{"text", "in session"}})) == "echo: in session");
+  }
+  SECTION("a session the server forgot (404) fails what used it, and the next call opens a new one") {
+    CHECK(outcome_text(call_tool(tools, "web__end-session")) == "forgotten");
+    const auto e = std::get<error_info>(call_tool(tools, "web__echo", {{"text", "lost"}}));
+    CHECK(e.message.find("ended the session") != std::string::npos);
+    CHECK(outcome_text(call_tool(tools, "web__echo", {{"text", "new session"}})) == "echo: new session");
+    CHECK((*server)->connection().starts == 2);
+  }
+  SECTION("closing ends the session with a DELETE") {
+    server.reset();
+    tool_registry other_tools;
+    mcp_server_config o = c;
+    o.name = "other";
+    started_server other(o, other_tools);
+    REQUIRE(other.status.ok());
+    // The DELETE is not waited for: ask until it has arrived (bounded).
+    std::string deletes;
+    for (int i = 0; i < 200 && (deletes = outcome_text(call_tool(other_tools, "other__deletes"))) == "0"; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(deletes == "1");
+  }
 }
