@@ -267,7 +267,7 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
         if (auto found = rt.tools().find(name); found && found->is_async()) {
           tool t = found->definition();
           t.start = [start = t.start, &tool_calls](const boost::json::object& a, const tool_context& c,
-                                                  tool_finish finish) {
+                                                   tool_finish finish) {
             tool_calls.fetch_add(1, std::memory_order_relaxed);
             return start(a, c, std::move(finish));
           };

@@ -79,8 +79,9 @@ std::int64_t client::request(std::string method, json::object params, std::optio
   {
     std::unique_lock lock(mutex_);
     if (phase_ == phase::closed || given_up_) {
-      error_info why = given_up_ ? *given_up_
-                                 : error_info::of(error_type::shutdown, "the MCP server " + options_.name + " was closed");
+      error_info why = given_up_
+                           ? *given_up_
+                           : error_info::of(error_type::shutdown, "the MCP server " + options_.name + " was closed");
       lock.unlock();
       on_reply(std::move(why));
       return 0;
@@ -152,55 +153,16 @@ void client::connect() {
     t->close();
     return;
   }
-  handshake_request(generation, "server/discover", with_modern_meta({}), options_.probe_timeout,
-                    [weak, generation](rpc_reply reply) {
-                      auto self = weak.lock();
-                      if (!self) return;
-                      std::visit(overloaded{[&](json::object& result) {
-                                              // A modern server lists what it speaks; one that
-                                              // lists only legacy versions wants initialize.
-                                              bool modern = true;
-                                              if (auto* v = result.if_contains("supportedVersions");
-                                                  v && v->is_array()) {
-                                                modern = false;
-                                                for (const auto& s : v->as_array())
-                                                  modern = modern || (s.is_string() && s.as_string() == modern_version);
-                                              }
-                                              if (modern)
-                                                self->become_ready(generation, era::modern, std::string(modern_version));
-                                              else
-                                                self->initialize(generation);
-                                            },
-                                            [&](rpc_error& e) {
-                                              if (e.code == rpc_code::unsupported_protocol_version) {
-                                                const auto versions = supported_versions(e);
-                                                const bool legacy_too = std::any_of(
-                                                    versions.begin(), versions.end(),
-                                                    [](const std::string& v) { return is_legacy_version(v); });
-                                                if (legacy_too) return self->initialize(generation);
-                                                std::string list;
-                                                for (const auto& v : versions) list += (list.empty() ? "" : ", ") + v;
-                                                return self->fail_connection(
-                                                    generation,
-                                                    error_info::of(mcp_error::unsupported_version,
-                                                                   "the MCP server " + self->options_.name +
-                                                                       " speaks none of troupe's protocol versions "
-                                                                       "(it supports: " +
-                                                                       list + ")"));
-                                              }
-                                              if (is_modern_error(e.code))
-                                                return self->fail_connection(generation,
-                                                                             error_of(e, self->options_.name));
-                                              self->initialize(generation);  // a legacy server
-                                            },
-                                            [&](error_info& e) {
-                                              if (e.type == mcp_error::server_exited || e.type == error_type::shutdown ||
-                                                  e.type == "auth" || (e.type == mcp_error::unavailable && !e.http_status))
-                                                return self->fail_connection(generation, std::move(e));
-                                              self->initialize(generation);  // no answer, HTTP 4xx: legacy
-                                            }},
-                                 reply);
-                    });
+  handshake_request(
+      generation, "server/discover", with_modern_meta({}), options_.probe_timeout, [weak, generation](rpc_reply reply) {
+        auto self = weak.lock();
+        if (!self) return;
+        std::visit(
+            overloaded{[&](speak_modern) { self->become_ready(generation, era::modern, std::string(modern_version)); },
+                       [&](speak_legacy) { self->initialize(generation); },
+                       [&](error_info e) { self->fail_connection(generation, std::move(e)); }},
+            judge_probe(reply, self->options_.name));
+      });
 }
 
 void client::initialize(int generation) {
@@ -210,8 +172,7 @@ void client::initialize(int generation) {
         auto self = weak.lock();
         if (!self) return;
         const std::string& name = self->options_.name;
-        if (auto* e = std::get_if<rpc_error>(&reply))
-          return self->fail_connection(generation, error_of(*e, name));
+        if (auto* e = std::get_if<rpc_error>(&reply)) return self->fail_connection(generation, error_of(*e, name));
         if (auto* e = std::get_if<error_info>(&reply)) {
           error_info why = *e;
           if (why.type == error_type::timeout)
@@ -232,8 +193,8 @@ void client::initialize(int generation) {
           if (generation != self->generation_) return;
           t = self->transport_;
         }
-        t->send(outgoing_message{encode_notification("notifications/initialized", {}), "notifications/initialized",
-                                 "", version, {}});
+        t->send(outgoing_message{
+            encode_notification("notifications/initialized", {}), "notifications/initialized", "", version, {}});
         self->become_ready(generation, era::legacy, version);
       });
 }
@@ -327,9 +288,9 @@ void client::handle_sent(std::int64_t id, std::optional<error_info> error) {
     // its exchange is over, and no response came.
     if (!error && !per_request_exchange_) return;
     if (!error)
-      error = error_info::of(error_type::malformed_response,
-                             "the MCP server " + options_.name + " ended its response to " + it->second.method +
-                                 " without a JSON-RPC response");
+      error =
+          error_info::of(error_type::malformed_response, "the MCP server " + options_.name + " ended its response to " +
+                                                             it->second.method + " without a JSON-RPC response");
     timers_.cancel(it->second.timer);
     callback = std::move(it->second.on_reply);
     pending_.erase(it);
@@ -368,19 +329,19 @@ void client::handle_message(int generation, std::string_view text) {
                           [&](rpc_request& r) {
                             // troupe offers the server nothing (no sampling, roots or
                             // elicitation); a ping gets its empty answer.
-                            answer = r.method == "ping"
-                                         ? encode_result(r.id, {})
-                                         : encode_error(r.id, rpc_code::method_not_found,
-                                                        "troupe does not provide " + r.method);
+                            answer = r.method == "ping" ? encode_result(r.id, {})
+                                                        : encode_error(r.id, rpc_code::method_not_found,
+                                                                       "troupe does not provide " + r.method);
                           },
                           [&](rpc_notification& n) {
                             if (notification_handler_) on_note = notification_handler_;
                             (void)n;
                           },
                           [&](malformed_message& m) {
-                            const error_info why = error_info::of(
-                                error_type::malformed_response,
-                                "the MCP server " + options_.name + " sent a malformed JSON-RPC message (" + m.why + ")");
+                            const error_info why =
+                                error_info::of(error_type::malformed_response,
+                                               "the MCP server " + options_.name +
+                                                   " sent a malformed JSON-RPC message (" + m.why + ")");
                             const auto* id = m.id ? std::get_if<std::int64_t>(&*m.id) : nullptr;
                             // One that names its request fails that request; one that
                             // cannot be matched fails every request sent and waiting,
@@ -426,7 +387,10 @@ void client::notify_cancelled(const std::shared_ptr<transport>& t, std::int64_t 
   if (!modern_http)
     t->send(outgoing_message{
         encode_notification("notifications/cancelled", json::object{{"requestId", id}, {"reason", reason}}),
-        "notifications/cancelled", "", version_now(), {}});
+        "notifications/cancelled",
+        "",
+        version_now(),
+        {}});
   if (per_request_exchange_ && handle) t->abort(handle);
 }
 

@@ -36,7 +36,7 @@
 namespace troupe::mcp {
 
 struct client_options {
-  std::string name;  // the server's name in troupe, for messages
+  std::string name;                                   // the server's name in troupe, for messages
   std::chrono::milliseconds request_timeout{30'000};  // initialize, tools/list, …
   // How long a server that may not know server/discover gets to say so; a
   // legacy server that ignores it is then asked to initialize.
@@ -47,9 +47,6 @@ struct client_options {
 
 using transport_factory = std::function<std::unique_ptr<transport>()>;
 
-// A result, a JSON-RPC error the server answered with, or a failure of ours
-// (timeout, cancelled, the server exited, malformed_response, …).
-using rpc_reply = std::variant<boost::json::object, rpc_error, error_info>;
 using reply_callback = std::function<void(rpc_reply)>;
 
 class client : public std::enable_shared_from_this<client> {

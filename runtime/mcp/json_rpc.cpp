@@ -67,8 +67,7 @@ rpc_message parse_rpc_message(std::string_view text) {
     const json::object& e = error->as_object();
     const auto* code = e.if_contains("code");
     const auto* message = e.if_contains("message");
-    if (!code || !(code->is_int64() || code->is_uint64()))
-      return malformed("\"error.code\" is not an integer", id);
+    if (!code || !(code->is_int64() || code->is_uint64())) return malformed("\"error.code\" is not an integer", id);
     rpc_error err;
     err.code = code->is_int64() ? code->as_int64() : static_cast<std::int64_t>(code->as_uint64());
     if (message && message->is_string()) err.message = message->as_string();

@@ -59,9 +59,37 @@ std::optional<error_info> check_result_type(const json::object& result, std::str
     return error_info::of(mcp_error::unsupported_result,
                           "the MCP server " + std::string(server) +
                               " asked for more input (resultType input_required), which troupe does not provide");
-  return error_info::of(error_type::malformed_response,
-                        "the MCP server " + std::string(server) + " sent an unknown resultType \"" + std::string(t) +
-                            "\"");
+  return error_info::of(error_type::malformed_response, "the MCP server " + std::string(server) +
+                                                            " sent an unknown resultType \"" + std::string(t) + "\"");
+}
+
+probe_verdict judge_probe(const rpc_reply& reply, std::string_view server) {
+  if (const auto* result = std::get_if<json::object>(&reply)) {
+    const auto* listed = result->if_contains("supportedVersions");
+    if (!listed || !listed->is_array()) return speak_modern{};
+    for (const auto& v : listed->as_array())
+      if (v.is_string() && v.as_string() == modern_version) return speak_modern{};
+    return speak_legacy{};
+  }
+  if (const auto* e = std::get_if<rpc_error>(&reply)) {
+    if (e->code == rpc_code::unsupported_protocol_version) {
+      std::string list;
+      for (const auto& v : supported_versions(*e)) {
+        if (is_legacy_version(v)) return speak_legacy{};
+        list += (list.empty() ? "" : ", ") + v;
+      }
+      return error_info::of(mcp_error::unsupported_version,
+                            "the MCP server " + std::string(server) +
+                                " speaks none of troupe's protocol versions (it supports: " + list + ")");
+    }
+    if (is_modern_error(e->code)) return error_of(*e, server);
+    return speak_legacy{};
+  }
+  const error_info& e = std::get<error_info>(reply);
+  const bool final = e.type == mcp_error::server_exited || e.type == error_type::shutdown || e.type == "auth" ||
+                     (e.type == mcp_error::unavailable && !e.http_status) || e.type == error_type::network;
+  if (final) return e;
+  return speak_legacy{};
 }
 
 error_info error_of(const rpc_error& e, std::string_view server) {

@@ -62,8 +62,8 @@ class server : public std::enable_shared_from_this<server> {
   mutable std::mutex mutex_;
   std::set<std::string> registered_;
   bool closed_ = false;
-  bool listing_ = false;       // a listing is under way...
-  bool list_again_ = false;    // ...and another change came meanwhile
+  bool listing_ = false;     // a listing is under way...
+  bool list_again_ = false;  // ...and another change came meanwhile
 };
 
 }  // namespace mcp

@@ -46,8 +46,7 @@ std::optional<std::string> check_mcp_server(const mcp_server_config& c) {
     return "an MCP server needs a name of 1 to 32 characters (got \"" + c.name + "\")";
   for (char ch : c.name)
     if (!name_char(ch)) return "the MCP server name \"" + c.name + "\" may hold only letters, digits, '_' and '-'";
-  if (c.command.empty() == c.url.empty())
-    return "the MCP server " + c.name + " needs either a command or a URL";
+  if (c.command.empty() == c.url.empty()) return "the MCP server " + c.name + " needs either a command or a URL";
   if (!c.url.empty() && !c.url.starts_with("http://") && !c.url.starts_with("https://"))
     return "the MCP server " + c.name + ": its URL must start with http:// or https://";
   if (!c.command.empty() && !c.headers.empty())
@@ -79,7 +78,8 @@ std::optional<std::string> parse_mcp_header(std::string_view spec, std::vector<m
   for (auto& s : servers) {
     if (s.name != name) continue;
     const char* value = std::getenv(variable.c_str());
-    if (!value || !*value) return "the environment variable " + variable + " (for " + name + ":" + header + ") is not set";
+    if (!value || !*value)
+      return "the environment variable " + variable + " (for " + name + ":" + header + ") is not set";
     s.headers.emplace_back(header, value);
     return std::nullopt;
   }

@@ -73,7 +73,9 @@ stdio_transport::stdio_transport(stdio_options options) : p_(std::make_shared<pr
 
 stdio_transport::~stdio_transport() { close(); }
 
-std::optional<error_info> stdio_transport::open(transport_handlers handlers) { return p_->open(std::move(handlers), p_); }
+std::optional<error_info> stdio_transport::open(transport_handlers handlers) {
+  return p_->open(std::move(handlers), p_);
+}
 
 std::uint64_t stdio_transport::send(outgoing_message message) { return p_->send(std::move(message)); }
 
@@ -126,8 +128,7 @@ std::optional<error_info> stdio_transport::process::open(transport_handlers hand
     close_fd(to_child_);
     close_fd(from_child_);
     close_fd(errors_);
-    return error_info::of(mcp_error::unavailable,
-                          "cannot start " + options_.argv.front() + ": " + std::strerror(rc));
+    return error_info::of(mcp_error::unavailable, "cannot start " + options_.argv.front() + ": " + std::strerror(rc));
   }
   reader_ = std::thread([self] { self->read_loop(); });
   return std::nullopt;
@@ -187,9 +188,8 @@ void stdio_transport::process::read_loop() {
   bool out_open = true, err_open = true;
   char buf[65536];
   while (out_open || err_open) {
-    pollfd fds[3] = {{out_open ? from_child_ : -1, POLLIN, 0},
-                     {err_open ? errors_ : -1, POLLIN, 0},
-                     {stop_pipe_[0], POLLIN, 0}};
+    pollfd fds[3] = {
+        {out_open ? from_child_ : -1, POLLIN, 0}, {err_open ? errors_ : -1, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
     if (::poll(fds, 3, -1) < 0) {
       if (errno == EINTR) continue;
       break;
@@ -222,7 +222,8 @@ void stdio_transport::process::read_loop() {
         if (line.size() > options_.max_message_bytes) {
           line.clear();
           discarding = true;
-          handlers_.on_message("(a message longer than " + std::to_string(options_.max_message_bytes) + " bytes, dropped)");
+          handlers_.on_message("(a message longer than " + std::to_string(options_.max_message_bytes) +
+                               " bytes, dropped)");
         }
         if (nl == std::string_view::npos) break;
         chunk.remove_prefix(nl + 1);
@@ -264,8 +265,7 @@ void stdio_transport::process::close() {
       if (sig) ::kill(-pid_, sig);
       const auto until = std::chrono::steady_clock::now() + options_.stop_grace;
       bool gone = false;
-      while (!(gone = try_reap(false).has_value()) && std::chrono::steady_clock::now() < until)
-        ::poll(nullptr, 0, 10);
+      while (!(gone = try_reap(false).has_value()) && std::chrono::steady_clock::now() < until) ::poll(nullptr, 0, 10);
       if (gone) break;
     }
     try_reap(true);

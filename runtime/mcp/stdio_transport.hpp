@@ -18,7 +18,7 @@
 namespace troupe::mcp {
 
 struct stdio_options {
-  std::vector<std::string> argv;  // argv[0] is looked up on PATH
+  std::vector<std::string> argv;                // argv[0] is looked up on PATH
   std::chrono::milliseconds stop_grace{2'000};  // after closing stdin, before SIGTERM (and again before SIGKILL)
   std::size_t max_message_bytes = 32 * 1024 * 1024;
 };

@@ -20,8 +20,7 @@ std::string troupe_tool_name(std::string_view server, std::string_view tool) {
   if (name.size() <= limit && name == std::string(server) + "__" + std::string(tool)) return name;
   // Cut or changed: a hash of the original keeps distinct tools apart.
   char hash[10];
-  std::snprintf(hash, sizeof hash, "_%08x",
-                static_cast<unsigned>(std::hash<std::string_view>{}(tool) & 0xffffffffu));
+  std::snprintf(hash, sizeof hash, "_%08x", static_cast<unsigned>(std::hash<std::string_view>{}(tool)&0xffffffffu));
   if (name.size() > limit - 9) name.resize(limit - 9);
   return name + hash;
 }
@@ -43,11 +42,13 @@ std::variant<listed_tool, error_info> decode_listed_tool(const json::value& v, s
   t.spec.name = troupe_tool_name(server, mcp_name);
   if (const auto* d = o.if_contains("description"); d && d->is_string()) t.spec.description = d->as_string();
   if (t.spec.description.empty())
-    if (const auto* title = o.if_contains("title"); title && title->is_string()) t.spec.description = title->as_string();
+    if (const auto* title = o.if_contains("title"); title && title->is_string())
+      t.spec.description = title->as_string();
   t.spec.parameters = schema->as_object();
   if (http) {
     auto headers = find_param_headers(t.spec.parameters);
-    if (auto* problem = std::get_if<std::string>(&headers)) return invalid("the tool \"" + mcp_name + "\" with " + *problem);
+    if (auto* problem = std::get_if<std::string>(&headers))
+      return invalid("the tool \"" + mcp_name + "\" with " + *problem);
     t.param_headers = std::move(std::get<std::vector<param_header>>(headers));
   }
   return t;

@@ -23,8 +23,8 @@ namespace troupe::mcp {
 std::string troupe_tool_name(std::string_view server, std::string_view tool);
 
 struct listed_tool {
-  std::string mcp_name;  // as the server calls it
-  tool_spec spec;        // as the model sees it
+  std::string mcp_name;                     // as the server calls it
+  tool_spec spec;                           // as the model sees it
   std::vector<param_header> param_headers;  // over HTTP only
 };
 

@@ -457,7 +457,8 @@ struct script_file {
 };
 
 std::string mcp_package(const std::string& name) {
-  const std::string entry = std::string(TROUPE_MCP_DIR) + "/node_modules/@modelcontextprotocol/" + name + "/dist/index.js";
+  const std::string entry =
+      std::string(TROUPE_MCP_DIR) + "/node_modules/@modelcontextprotocol/" + name + "/dist/index.js";
   if (!std::filesystem::exists(entry))
     FAIL(name << " is not installed: run `npm ci --prefix tests/mcp` (scripts/test.sh does)");
   return entry;
@@ -470,9 +471,9 @@ TEST_CASE("troupe ask calls a tool of an MCP server, and the result lands in the
     script_file script(R"([
       {"tool_calls": [{"id": "call-1", "name": "everything__echo", "arguments": {"message": "from the model"}}]},
       {"text": "The server echoed it."}])");
-    const run_result r = run_troupe("ask --json --provider scripted --script " + script.path.string() +
-                                    " --mcp 'everything=node " + mcp_package("server-everything") +
-                                    " stdio' 'Echo something'");
+    const run_result r =
+        run_troupe("ask --json --provider scripted --script " + script.path.string() + " --mcp 'everything=node " +
+                   mcp_package("server-everything") + " stdio' 'Echo something'");
     CHECK(r.exit_code == 0);
     const json::value v = json::parse(r.out);
     CHECK(v.at("answer") == "The server echoed it.");
@@ -509,11 +510,10 @@ TEST_CASE("troupe ask calls a tool of an MCP server, and the result lands in the
                                         true);
     CHECK(unset.exit_code == 2);
     CHECK_THAT(unset.out, Catch::Contains("TROUPE_TEST_NO_SUCH_VAR"));
-    const run_result unreachable =
-        run_troupe("ask --script " + std::string(TROUPE_EXAMPLES_DIR) +
-                       "/scripts/calculator.json --mcp 'web=http://127.0.0.1:1/mcp' "
-                       "--mcp-header 'web:Authorization=TROUPE_TEST_MCP_SECRET' hi",
-                   true);
+    const run_result unreachable = run_troupe("ask --script " + std::string(TROUPE_EXAMPLES_DIR) +
+                                                  "/scripts/calculator.json --mcp 'web=http://127.0.0.1:1/mcp' "
+                                                  "--mcp-header 'web:Authorization=TROUPE_TEST_MCP_SECRET' hi",
+                                              true);
     CHECK(unreachable.exit_code == 2);
     CHECK_THAT(unreachable.out, Catch::Contains("the MCP server web could not be used"));
     CHECK(unreachable.out.find("s3cr3t-value") == std::string::npos);

@@ -198,7 +198,8 @@ TEST_CASE("servers that misbehave give typed errors, and nothing hangs") {
     started_server server(fake({"legacy"}), tools);
     REQUIRE(server.status.ok());
     // The first start and five restarts are allowed within the window.
-    for (int i = 0; i < 6; ++i) CHECK(std::get<error_info>(call_tool(tools, "fake__crash")).type == "mcp_server_exited");
+    for (int i = 0; i < 6; ++i)
+      CHECK(std::get<error_info>(call_tool(tools, "fake__crash")).type == "mcp_server_exited");
     auto e = std::get<error_info>(call_tool(tools, "fake__echo", {{"text", "x"}}));
     CHECK(e.type == "mcp_unavailable");
     CHECK(e.message.find("not started again") != std::string::npos);

@@ -69,7 +69,8 @@ TEST_CASE("the revisions' rules") {
   SECTION("an absent or complete resultType is fine; input_required and unknown ones are errors") {
     CHECK_FALSE(check_result_type(json::object{}, "s"));
     CHECK_FALSE(check_result_type(json::object{{"resultType", "complete"}}, "s"));
-    CHECK(check_result_type(json::object{{"resultType", "input_required"}}, "s")->type == mcp_error::unsupported_result);
+    CHECK(check_result_type(json::object{{"resultType", "input_required"}}, "s")->type ==
+          mcp_error::unsupported_result);
     auto unknown = check_result_type(json::object{{"resultType", "frobnicate"}}, "s");
     CHECK(unknown->type == error_type::malformed_response);
     CHECK(unknown->message.find("frobnicate") != std::string::npos);
@@ -79,6 +80,39 @@ TEST_CASE("the revisions' rules") {
     CHECK(is_modern_error(rpc_code::header_mismatch));
     CHECK_FALSE(is_modern_error(rpc_code::method_not_found));
     CHECK_FALSE(is_modern_error(-32000));
+  }
+}
+
+TEST_CASE("the answer to server/discover decides the revision") {
+  const auto verdict = [](rpc_reply r) { return judge_probe(r, "s"); };
+  SECTION("a result is a modern server, unless it lists only other versions") {
+    CHECK(std::holds_alternative<speak_modern>(verdict(json::object{{"capabilities", json::object{}}})));
+    CHECK(std::holds_alternative<speak_modern>(
+        verdict(json::object{{"supportedVersions", json::array{"2026-07-28", "2025-11-25"}}})));
+    CHECK(
+        std::holds_alternative<speak_legacy>(verdict(json::object{{"supportedVersions", json::array{"2025-11-25"}}})));
+  }
+  SECTION("an unknown method, an HTTP 4xx or silence is a legacy server") {
+    CHECK(std::holds_alternative<speak_legacy>(verdict(rpc_error{rpc_code::method_not_found, "Method not found", {}})));
+    CHECK(std::holds_alternative<speak_legacy>(verdict(rpc_error{-32000, "Bad Request: Server not initialized", {}})));
+    error_info http_400 = error_info::of(mcp_error::unavailable, "HTTP 400");
+    http_400.http_status = 400;
+    CHECK(std::holds_alternative<speak_legacy>(verdict(http_400)));
+    CHECK(std::holds_alternative<speak_legacy>(verdict(error_info::of(error_type::timeout, "no answer"))));
+  }
+  SECTION("UnsupportedProtocolVersion listing a legacy version leads to initialize; listing none we speak fails") {
+    CHECK(std::holds_alternative<speak_legacy>(verdict(
+        rpc_error{rpc_code::unsupported_protocol_version, "", json::parse(R"({"supported":["2025-06-18"]})")})));
+    auto none =
+        verdict(rpc_error{rpc_code::unsupported_protocol_version, "", json::parse(R"({"supported":["2030-01-01"]})")});
+    CHECK(std::get<error_info>(none).type == mcp_error::unsupported_version);
+    CHECK(std::get<error_info>(none).message.find("2030-01-01") != std::string::npos);
+  }
+  SECTION("other modern errors, a dead server or refused credentials end the attempt") {
+    CHECK(std::get<error_info>(verdict(rpc_error{rpc_code::header_mismatch, "", {}})).type == mcp_error::rpc_error);
+    CHECK(std::get<error_info>(verdict(error_info::of(mcp_error::server_exited, "gone"))).type ==
+          mcp_error::server_exited);
+    CHECK(std::get<error_info>(verdict(error_info::of("auth", "HTTP 401"))).type == "auth");
   }
 }
 
@@ -105,8 +139,8 @@ TEST_CASE("MCP tools get names the model APIs accept") {
 
 TEST_CASE("a listed MCP tool becomes a tool spec") {
   SECTION("name, description and input schema") {
-    auto t = decode_listed_tool(json::parse(R"({"name":"echo","description":"Echoes","inputSchema":{"type":"object"}})"),
-                                "everything");
+    auto t = decode_listed_tool(
+        json::parse(R"({"name":"echo","description":"Echoes","inputSchema":{"type":"object"}})"), "everything");
     const auto& listed = std::get<listed_tool>(t);
     CHECK(listed.mcp_name == "echo");
     CHECK(listed.spec.name == "everything__echo");
@@ -126,11 +160,12 @@ TEST_CASE("x-mcp-header parameters are found, checked and mirrored") {
     auto found = find_param_headers(json::parse(R"({"type":"object","properties":{
         "region":{"type":"string","x-mcp-header":"Region"},
         "opts":{"type":"object","properties":{"dry":{"type":"boolean","x-mcp-header":"Dry-Run"}}},
-        "n":{"type":"integer","x-mcp-header":"N"}}})").as_object());
+        "n":{"type":"integer","x-mcp-header":"N"}}})")
+                                        .as_object());
     const auto& params = std::get<std::vector<param_header>>(found);
     REQUIRE(params.size() == 3);
-    const auto headers = param_header_values(
-        params, json::parse(R"({"region":"eu","opts":{"dry":true},"n":-7})").as_object());
+    const auto headers =
+        param_header_values(params, json::parse(R"({"region":"eu","opts":{"dry":true},"n":-7})").as_object());
     CHECK(headers == std::vector<std::pair<std::string, std::string>>{
                          {"Mcp-Param-Region", "eu"}, {"Mcp-Param-Dry-Run", "true"}, {"Mcp-Param-N", "-7"}});
   }
@@ -147,7 +182,8 @@ TEST_CASE("x-mcp-header parameters are found, checked and mirrored") {
     };
     CHECK(problem(R"({"properties":{"x":{"type":"number","x-mcp-header":"X"}}})"));
     CHECK(problem(R"({"properties":{"x":{"type":"string","x-mcp-header":"bad name"}}})"));
-    CHECK(problem(R"({"properties":{"a":{"type":"string","x-mcp-header":"A"},"b":{"type":"string","x-mcp-header":"a"}}})"));
+    CHECK(problem(
+        R"({"properties":{"a":{"type":"string","x-mcp-header":"A"},"b":{"type":"string","x-mcp-header":"a"}}})"));
     CHECK(problem(R"({"properties":{"l":{"type":"array","items":{"type":"string","x-mcp-header":"L"}}}})"));
     CHECK_FALSE(problem(R"({"properties":{"x":{"type":"string"}}})"));
   }
@@ -155,9 +191,8 @@ TEST_CASE("x-mcp-header parameters are found, checked and mirrored") {
 
 TEST_CASE("a tools/call result becomes what the model reads") {
   SECTION("text content, joined") {
-    auto o = outcome_of_call(json::parse(R"({"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]})")
-                                 .as_object(),
-                             "s");
+    auto o = outcome_of_call(
+        json::parse(R"({"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]})").as_object(), "s");
     CHECK(std::get<json::value>(o) == json::value("a\nb"));
   }
   SECTION("structured content wins over its text rendering") {
