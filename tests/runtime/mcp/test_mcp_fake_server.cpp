@@ -41,6 +41,12 @@ bool registered_within(tool_registry& tools, const std::string& name, bool wante
 bool appears(tool_registry& tools, const std::string& name) { return registered_within(tools, name, true); }
 bool disappears(tool_registry& tools, const std::string& name) { return registered_within(tools, name, false); }
 
+// The fake's MCP endpoint, from the "listening PORT" line it printed.
+std::string endpoint_of(const background_server& http) {
+  const auto at = http.log().find("listening ") + 10;
+  return "http://127.0.0.1:" + http.log().substr(at, http.log().find('\n', at) - at) + "/mcp";
+}
+
 }  // namespace
 
 TEST_CASE("a legacy stdio server: initialize, every page of tools/list, tools/call") {
@@ -211,12 +217,10 @@ TEST_CASE("a modern Streamable HTTP server: JSON and SSE responses") {
   std::vector<std::string> args{"modern", "--http", "--param-headers"};
   if (sse) args.push_back("--sse");
   background_server http(fake_server(args), "listening ");
-  const auto at = http.log().find("listening ");
-  const std::string port = http.log().substr(at + 10, http.log().find('\n', at) - at - 10);
   tool_registry tools;
   mcp_server_config c;
   c.name = "web";
-  c.url = "http://127.0.0.1:" + port + "/mcp";
+  c.url = endpoint_of(http);
   started_server server(c, tools);
   const auto& status = server.status;
   INFO("sse " << sse << ": " << (status.error ? status.error->message : ""));
@@ -235,13 +239,10 @@ TEST_CASE("a modern Streamable HTTP server: JSON and SSE responses") {
 
 TEST_CASE("a legacy Streamable HTTP server's session") {
   background_server http(fake_server({"legacy", "--http"}), "listening ");
-  const auto at = http.log().find("listening ");
-  const std::string url =
-      "http://127.0.0.1:" + http.log().substr(at + 10, http.log().find('\n', at) - at - 10) + "/mcp";
   tool_registry tools;
   mcp_server_config c;
   c.name = "web";
-  c.url = url;
+  c.url = endpoint_of(http);
   auto server = std::make_unique<started_server>(c, tools);
   REQUIRE(server->status.ok());
   CHECK((*server)->connection().spoken == mcp::era::legacy);
