@@ -153,6 +153,13 @@ void client::connect() {
     t->close();
     return;
   }
+  std::optional<era> known;
+  {
+    std::lock_guard lock(mutex_);
+    known = known_era_;
+  }
+  if (known == era::modern) return become_ready(generation, era::modern, std::string(modern_version));
+  if (known == era::legacy) return initialize(generation);
   handshake_request(
       generation, "server/discover", with_modern_meta({}), options_.probe_timeout, [weak, generation](rpc_reply reply) {
         auto self = weak.lock();
@@ -222,6 +229,7 @@ void client::become_ready(int generation, era spoken, std::string version) {
     if (generation != generation_ || phase_ != phase::connecting) return;
     phase_ = phase::ready;
     era_ = spoken;
+    known_era_ = spoken;
     version_ = std::move(version);
     a.to_send = std::exchange(waiting_, {});
     if (starts_ > 1) reconnected = reconnected_handler_;
@@ -235,6 +243,8 @@ void client::fail_connection(int generation, error_info why) {
   {
     std::lock_guard lock(mutex_);
     if (generation != generation_) return;
+    // Failed before it was ready: what we knew of it may be wrong now.
+    if (phase_ == phase::connecting) known_era_.reset();
     if (phase_ != phase::closed) phase_ = phase::idle;
     ++generation_;
     if (transport_) a.to_close.push_back(std::exchange(transport_, nullptr));

@@ -10,7 +10,10 @@
 // version we speak) leads to `initialize`; any other error, or no answer
 // within `probe_timeout`, means a legacy server, so `initialize` and
 // `notifications/initialized` follow. Requests made meanwhile wait for the
-// connection and fail with its error if it cannot be made.
+// connection and fail with its error if it cannot be made. The revision found
+// is kept for the server's restarts (the versioning page allows it): a
+// restarted legacy server is asked to initialize at once, a modern one needs
+// no handshake; a restart that then fails probes again the next time.
 //
 // A server that dies fails every request it had (`mcp_server_exited`), and
 // the next request starts it again, at most `max_restarts` times within
@@ -141,6 +144,7 @@ class client : public std::enable_shared_from_this<client> {
   std::shared_ptr<transport> transport_;
   bool per_request_exchange_ = false;  // HTTP: a response stream per request
   era era_ = era::legacy;
+  std::optional<era> known_era_;  // from the last connection that worked
   std::string version_;
   std::int64_t next_id_ = 1;
   std::map<std::int64_t, pending> pending_;

@@ -25,6 +25,7 @@ const MODERN = "2026-07-28";
 let cancels = [];
 const sessions = new Set(); // legacy HTTP sessions
 let deletes = 0;
+let discovers = 0; // server/discover requests this process got
 let extra = false;
 const waiting = new Map(); // slow calls by request id, answered when cancelled or after a minute
 
@@ -42,6 +43,7 @@ function tools() {
     { name: "image", description: "Answers with text and an image", inputSchema: object({}) },
     { name: "pid", description: "Its process id", inputSchema: object({}) },
     { name: "end-session", description: "Forgets every HTTP session", inputSchema: object({}) },
+    { name: "discovers", description: "How many server/discover requests it got", inputSchema: object({}) },
     { name: "deletes", description: "How many sessions were ended with DELETE", inputSchema: object({}) },
   ];
   if (extra) list.push({ name: "extra", description: "Added later", inputSchema: object({}) });
@@ -87,6 +89,8 @@ function callTool(params, id, send, notify) {
     case "end-session":
       sessions.clear();
       return result(text("forgotten"));
+    case "discovers":
+      return result(text(String(discovers)));
     case "deletes":
       return result(text(String(deletes)));
     case "pid":
@@ -115,6 +119,7 @@ function handle(msg, send, sendError, notify) {
   if (mode === "garbage") return send(null, "this is not JSON-RPC at all");
   const version = msg.params?._meta?.["io.modelcontextprotocol/protocolVersion"];
   if (msg.method === "server/discover") {
+    discovers += 1;
     if (mode === "modern") return send({ supportedVersions: [MODERN], capabilities: { tools: { listChanged: true } }, serverInfo: { name: "fake", version: "1" } });
     if (mode === "downgrade") return sendError(-32022, "Unsupported protocol version", { supported: ["2025-06-18"], requested: version });
     return sendError(-32601, "Method not found");

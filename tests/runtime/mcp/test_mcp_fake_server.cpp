@@ -61,7 +61,7 @@ TEST_CASE("a legacy stdio server: initialize, every page of tools/list, tools/ca
     CHECK(server->connection().protocol_version == "2025-11-25");
   }
   SECTION("every page of tools is registered under the server's name") {
-    CHECK(status.tools.size() == 12);
+    CHECK(status.tools.size() == 13);
     CHECK(tools.find("fake__echo"));
     CHECK(tools.find("fake__image"));
     CHECK(tools.find("fake__echo")->definition().spec.description == "Echoes its text");
@@ -189,6 +189,8 @@ TEST_CASE("servers that misbehave give typed errors, and nothing hangs") {
     CHECK(e.message.find("boom") != std::string::npos);
     CHECK(outcome_text(call_tool(tools, "fake__echo", {{"text", "again"}})) == "echo: again");
     CHECK(server->connection().starts == 2);
+    // The restarted process was known to be legacy: asked to initialize at once.
+    CHECK(outcome_text(call_tool(tools, "fake__discovers")) == "0");
   }
   SECTION("a restarted server's tools are listed again") {
     started_server server(fake({"legacy"}), tools);
