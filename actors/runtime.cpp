@@ -159,6 +159,12 @@ void runtime::impl::shutdown() {
   system->await_all_actors_done();
   ctx->stores.reset();
   ctx->workers.reset();
+  std::vector<std::shared_ptr<mcp::server>> servers;
+  {
+    std::lock_guard lock(mcp_mutex);
+    servers.swap(mcp_servers);
+  }
+  for (auto& s : servers) s->close();
   // Spans of the last requests are still queued in an exporter.
   ctx->telemetry->flush(options.telemetry_flush_timeout);
 }
@@ -273,6 +279,23 @@ void runtime::add_agent_tool(std::string tool_name, std::string agent_id, std::s
     return [r] { r.cancel("the calling tool call ended"); };
   };
   tools().add(std::move(t));
+}
+
+mcp_server_status runtime::add_mcp_server(mcp_server_config config) {
+  if (impl_->stopped) return {{}, {}, error_info::of(error_type::shutdown, "the runtime is shut down")};
+  auto server = mcp::server::create(std::move(config), impl_->ctx->tools);
+  mcp_server_status status = server->start();
+  if (!status.ok()) {
+    server->close();
+    return status;
+  }
+  std::lock_guard lock(impl_->mcp_mutex);
+  if (impl_->stopped) {  // shut down while it started
+    server->close();
+    return {{}, {}, error_info::of(error_type::shutdown, "the runtime is shut down")};
+  }
+  impl_->mcp_servers.push_back(std::move(server));
+  return status;
 }
 
 // --- agent ---------------------------------------------------------------------

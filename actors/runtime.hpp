@@ -12,6 +12,7 @@
 #include "actors/agent_spec.hpp"
 #include "actors/stream_event.hpp"
 #include "directives/reply.hpp"
+#include "runtime/mcp/server_config.hpp"
 #include "runtime/store/thread_store.hpp"
 #include "runtime/telemetry/telemetry.hpp"
 #include "runtime/tools/tool_registry.hpp"
@@ -135,6 +136,13 @@ class runtime {
   // never starve the tool workers.
   void add_agent_tool(std::string tool_name, std::string agent_id, std::string description,
                       std::chrono::milliseconds timeout = std::chrono::seconds(120));
+
+  // Starts an MCP server (config.command, over stdio) or reaches one
+  // (config.url, over Streamable HTTP) and registers each of its tools as
+  // NAME__TOOL, an asynchronous tool agents enable by that name. Returns once
+  // the tools are listed, or with the error (every step has a deadline).
+  // The server is restarted if it dies and stopped by shutdown().
+  mcp_server_status add_mcp_server(mcp_server_config config);
 
   // Starts an agent under the supervisor. Throws std::invalid_argument for an
   // unknown tool or an id already running.

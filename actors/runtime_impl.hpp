@@ -4,9 +4,11 @@
 
 #include "actors/runtime.hpp"
 #include "actors/runtime_context.hpp"
+#include "runtime/mcp/server.hpp"
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <vector>
 
@@ -31,6 +33,8 @@ struct runtime::impl {
   // refused or reaches a broker before the brokers' shutdown, which ends it.
   std::shared_mutex accepting;
   std::weak_ptr<agent::impl_ref> self_ref;
+  std::mutex mcp_mutex;
+  std::vector<std::shared_ptr<mcp::server>> mcp_servers;  // stopped after the actors
 };
 
 // What agent and request handles hold: it outlives the runtime object, and is

@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 namespace troupe::cli {
@@ -25,6 +26,14 @@ void add_model_options(CLI::App& c, model_options& o, bool conversation) {
                "Environment variable holding the API key (default: OPENAI_API_KEY or ANTHROPIC_API_KEY)");
   c.add_option("--system", o.system, "System prompt");
   c.add_option("--tool", o.tools, "Enable a built-in tool: calculator, current_time (repeatable)");
+  c.add_option("--mcp", o.mcp,
+               "Tools from an MCP server: NAME=COMMAND ARGS (started over stdio) or NAME=URL (Streamable HTTP); "
+               "its tools are NAME__TOOL (repeatable)");
+  c.add_option("--mcp-header", o.mcp_headers,
+               "An HTTP header for an MCP server, its value from an environment variable: SERVER:Header=ENVVAR "
+               "(repeatable)");
+  c.add_option("--mcp-timeout", o.mcp_timeout_seconds, "Seconds one MCP tool call may take")
+      ->check(CLI::PositiveNumber);
   if (conversation) c.add_option("--thread", o.thread, "Thread id to use");
   c.add_option("--max-iterations", o.max_iterations, "Model calls per question at most")->check(CLI::PositiveNumber);
   c.add_option("--timeout", o.timeout_seconds, "Seconds a question may take")->check(CLI::PositiveNumber);
@@ -182,6 +191,36 @@ resolved_model resolve_model(const model_options& o) {
   return {std::make_shared<http_llm_provider>(h, std::make_shared<http_client>()), model};
 }
 
+std::vector<mcp_server_config> mcp_servers_for(const model_options& o) {
+  std::vector<mcp_server_config> servers;
+  for (const auto& spec : o.mcp) {
+    mcp_server_config c;
+    if (auto problem = parse_mcp_server(spec, c)) throw usage_error("--mcp: " + *problem);
+    for (const auto& other : servers)
+      if (other.name == c.name) throw usage_error("--mcp: two servers are named " + c.name);
+    c.call_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.mcp_timeout_seconds * 1000));
+    servers.push_back(std::move(c));
+  }
+  for (const auto& spec : o.mcp_headers)
+    if (auto problem = parse_mcp_header(spec, servers)) throw usage_error("--mcp-header: " + *problem);
+  for (const auto& c : servers)
+    if (auto problem = check_mcp_server(c)) throw usage_error("--mcp: " + *problem);
+  return servers;
+}
+
+std::vector<std::string> add_mcp_servers(runtime& rt, const std::vector<mcp_server_config>& servers) {
+  std::vector<std::string> names;
+  for (const auto& c : servers) {
+    const mcp_server_status status = rt.add_mcp_server(c);
+    if (status.error)
+      throw usage_error("the MCP server " + c.name + " could not be used: " + status.error->type + ": " +
+                        status.error->message);
+    for (const auto& e : status.rejected) std::cerr << "troupe: warning: " << e.type << ": " << e.message << "\n";
+    names.insert(names.end(), status.tools.begin(), status.tools.end());
+  }
+  return names;
+}
+
 store_handle store_for(const std::string& uri, const std::string& fallback) {
   auto store = open_store(uri, fallback);
   if (!store) throw usage_error(store.error().message);
@@ -213,6 +252,7 @@ cli_session::cli_session(const model_options& o, const std::string& default_stor
   spec.model = m.model;
   spec.system_prompt = o.system;
   spec.tools = o.tools;
+  for (auto& name : add_mcp_servers(*rt, mcp_servers_for(o))) spec.tools.push_back(std::move(name));
   spec.max_iterations = o.max_iterations;
   policy = policy_for(o, m.model);
   spec.context = policy;

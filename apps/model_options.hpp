@@ -22,6 +22,9 @@ struct model_options {
   std::string api_key_env;
   std::string system;
   std::vector<std::string> tools;
+  std::vector<std::string> mcp;          // NAME=COMMAND… or NAME=URL
+  std::vector<std::string> mcp_headers;  // SERVER:Header=ENVVAR
+  double mcp_timeout_seconds = 60;       // one MCP tool call
   std::string thread;
   int max_iterations = 10;
   double timeout_seconds = 300;
@@ -60,6 +63,13 @@ bool names_a_model(const model_options& o);
 struct usage_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// The MCP servers --mcp, --mcp-header and --mcp-timeout describe. Throws usage_error.
+std::vector<mcp_server_config> mcp_servers_for(const model_options& o);
+// Starts them in `rt` and returns the names of their tools, to enable for
+// the agents. A server that cannot be started is a usage_error; a tool one
+// lists but troupe cannot offer is left out with a warning on stderr.
+std::vector<std::string> add_mcp_servers(runtime& rt, const std::vector<mcp_server_config>& servers);
 
 struct resolved_model {
   std::shared_ptr<llm_provider> provider;

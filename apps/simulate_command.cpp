@@ -34,6 +34,7 @@ int run_simulate(simulation_options options, const model_options& model, const s
     options.model = m.model;
     options.system_prompt = model.system;
     options.tools = model.tools;
+    options.add_tools = [servers = mcp_servers_for(model)](runtime& rt) { return add_mcp_servers(rt, servers); };
     options.turn_timeout_seconds = model.timeout_seconds;
     options.max_iterations = model.max_iterations;
     options.context = policy_for(model, m.model);

@@ -264,6 +264,20 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
       };
       rt.tools().add(std::move(t));
     }
+    // Added tools (an MCP server's, asynchronous) are counted as they start.
+    if (options.add_tools)
+      for (auto& name : options.add_tools(rt)) {
+        if (auto found = rt.tools().find(name); found && found->is_async()) {
+          tool t = found->definition();
+          t.start = [start = t.start, &tool_calls](const boost::json::object& a, const tool_context& c,
+                                                   tool_finish finish) {
+            tool_calls.fetch_add(1, std::memory_order_relaxed);
+            return start(a, c, std::move(finish));
+          };
+          rt.tools().add(std::move(t));
+        }
+        tools.push_back(std::move(name));
+      }
   }
 
   const std::size_t rss_before = current_rss_bytes();

@@ -34,6 +34,9 @@ struct simulation_options {
   std::size_t tools_per_turn = 1;
   std::string system_prompt{};       // "{agent}" is replaced
   std::vector<std::string> tools{};  // built-in tools to enable (with a provider)
+  // Registers more tools (MCP servers' tools) before the agents start, and
+  // returns their names to enable too (with a provider).
+  std::function<std::vector<std::string>(runtime&)> add_tools{};
   int max_iterations = 10;
   context_policy context{};
   // Where the agents' threads are kept; null: in memory.

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing (the PostgreSQL server included), builds
 # everything warning-free, and runs every test through ctest, beside a
-# throwaway PostgreSQL server for the PostgreSQL store's tests.
+# throwaway PostgreSQL server for the PostgreSQL store's tests. The MCP
+# tests' servers come from the npm registry, pinned by
+# tests/mcp/package-lock.json (npm ci; Debian's nodejs and npm if missing).
 #
 # --sanitize builds the test suite with AddressSanitizer and
 # UndefinedBehaviorSanitizer into build-sanitize/ (or $TROUPE_BUILD_DIR) and
@@ -21,6 +23,8 @@ elif [ $# -gt 0 ]; then
   exit 2
 fi
 bash scripts/install-deps.sh postgresql
+command -v node >/dev/null && command -v npm >/dev/null || bash scripts/install-deps.sh nodejs npm
+npm ci --prefix tests/mcp --no-audit --no-fund
 bash scripts/build.sh
 cd "${TROUPE_BUILD_DIR:-build}"
 bash "$root/scripts/with-postgres.sh" ctest --output-on-failure --parallel "$(nproc)"

@@ -645,3 +645,77 @@ TEST_CASE("troupe sends traces to the collector OTEL_EXPORTER_OTLP_ENDPOINT name
     CHECK(collector.server().request_count() == 0);
   }
 }
+
+namespace {
+
+// A scripted model's replies, in a file for --script.
+struct script_file {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("troupe-cli-mcp-" + std::to_string(::getpid()) + ".json");
+  explicit script_file(const std::string& replies) { std::ofstream(path) << replies; }
+  ~script_file() { std::filesystem::remove(path); }
+};
+
+std::string mcp_package(const std::string& name) {
+  const std::string entry =
+      std::string(TROUPE_MCP_DIR) + "/node_modules/@modelcontextprotocol/" + name + "/dist/index.js";
+  if (!std::filesystem::exists(entry))
+    FAIL(name << " is not installed: run `npm ci --prefix tests/mcp` (scripts/test.sh does)");
+  return entry;
+}
+
+}  // namespace
+
+TEST_CASE("troupe ask calls a tool of an MCP server, and the result lands in the thread") {
+  SECTION("server-everything's echo, over stdio") {
+    script_file script(R"([
+      {"tool_calls": [{"id": "call-1", "name": "everything__echo", "arguments": {"message": "from the model"}}]},
+      {"text": "The server echoed it."}])");
+    const run_result r =
+        run_troupe("ask --json --provider scripted --script " + script.path.string() + " --mcp 'everything=node " +
+                   mcp_package("server-everything") + " stdio' 'Echo something'");
+    CHECK(r.exit_code == 0);
+    const json::value v = json::parse(r.out);
+    CHECK(v.at("answer") == "The server echoed it.");
+    const json::array& entries = v.at("entries").as_array();
+    REQUIRE(entries.size() == 4);
+    CHECK(entries[1].at("payload").at("name") == "everything__echo");
+    CHECK(entries[2].at("kind") == "tool_result");
+    CHECK(entries[2].at("payload").at("result") == "Echo: from the model");
+  }
+  SECTION("a server that dies mid-call: the model reads mcp_server_exited and the question is still answered") {
+    script_file script(R"([
+      {"tool_calls": [{"id": "call-1", "name": "fake__crash", "arguments": {}}]},
+      {"text": "The tool failed."}])");
+    const run_result r =
+        run_troupe("ask --json --provider scripted --script " + script.path.string() + " --mcp 'fake=node " +
+                   std::string(TROUPE_MCP_DIR) + "/fake_server.mjs legacy' 'Crash it'");
+    CHECK(r.exit_code == 0);
+    const json::value v = json::parse(r.out);
+    CHECK(v.at("answer") == "The tool failed.");
+    CHECK(v.at("entries").as_array()[2].at("payload").at("error").at("type") == "mcp_server_exited");
+  }
+  SECTION("a server that cannot be started is a usage error naming it") {
+    const run_result r = run_troupe(
+        "ask --script " + std::string(TROUPE_EXAMPLES_DIR) + "/scripts/calculator.json --mcp 'gone=/nonexistent/x' hi",
+        true);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.out, Catch::Contains("the MCP server gone could not be used: mcp_unavailable"));
+  }
+  SECTION("a header from an unset variable is a usage error, and the variable's value is never printed") {
+    ::setenv("TROUPE_TEST_MCP_SECRET", "s3cr3t-value", 1);
+    const run_result unset = run_troupe("ask --script " + std::string(TROUPE_EXAMPLES_DIR) +
+                                            "/scripts/calculator.json --mcp 'web=http://127.0.0.1:1/mcp' "
+                                            "--mcp-header 'web:Authorization=TROUPE_TEST_NO_SUCH_VAR' hi",
+                                        true);
+    CHECK(unset.exit_code == 2);
+    CHECK_THAT(unset.out, Catch::Contains("TROUPE_TEST_NO_SUCH_VAR"));
+    const run_result unreachable = run_troupe("ask --script " + std::string(TROUPE_EXAMPLES_DIR) +
+                                                  "/scripts/calculator.json --mcp 'web=http://127.0.0.1:1/mcp' "
+                                                  "--mcp-header 'web:Authorization=TROUPE_TEST_MCP_SECRET' hi",
+                                              true);
+    CHECK(unreachable.exit_code == 2);
+    CHECK_THAT(unreachable.out, Catch::Contains("the MCP server web could not be used"));
+    CHECK(unreachable.out.find("s3cr3t-value") == std::string::npos);
+  }
+}
