@@ -68,16 +68,23 @@ latency_summary summarize(std::vector<double> ms) {
 
 // Sums the time each request spent in model calls, from the runtime's own
 // telemetry, so that a turn's time can be split into the model's and troupe's.
+// Also counts the tool calls that ended, whatever their tool (a built-in one,
+// an MCP server's, re-registered whenever the server lists its tools again).
 class model_time_sink final : public telemetry_sink {
  public:
   bool wants(telemetry_kind k) const override {
-    return k == telemetry_kind::llm_completed || k == telemetry_kind::llm_error;
+    return k == telemetry_kind::llm_completed || k == telemetry_kind::llm_error || ends_tool_call(k);
   }
   void emit(const telemetry_event& e) override {
+    if (ends_tool_call(e.kind)) {
+      tool_calls_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
     std::lock_guard lock(mutex_);
     model_us_[e.request_id] += e.duration_us;
     ++calls_;
   }
+  std::size_t tool_calls() const { return tool_calls_.load(std::memory_order_relaxed); }
   std::size_t calls() {
     std::lock_guard lock(mutex_);
     return calls_;
@@ -95,6 +102,11 @@ class model_time_sink final : public telemetry_sink {
   std::mutex mutex_;
   std::unordered_map<std::string, std::int64_t> model_us_;
   std::size_t calls_ = 0;
+  std::atomic<std::size_t> tool_calls_{0};
+
+  static bool ends_tool_call(telemetry_kind k) {
+    return k == telemetry_kind::tool_completed || k == telemetry_kind::tool_error || k == telemetry_kind::tool_timeout;
+  }
 };
 
 // The turns: which agent runs next, how many are in flight, what came back.
@@ -240,7 +252,6 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
               .telemetry = model_time,
               .scheduler_threads = options.scheduler_threads});
 
-  std::atomic<std::size_t> tool_calls{0};
   std::vector<std::string> tools = options.tools;
   if (scripted) {
     tool lookup;
@@ -249,35 +260,16 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
                                        {"properties", {{"key", {{"type", "integer"}}}}},
                                        {"required", boost::json::array{"key"}}}};
     lookup.blocking = false;
-    lookup.run = [&tool_calls](const boost::json::object& args, const tool_context&) {
-      tool_calls.fetch_add(1, std::memory_order_relaxed);
+    lookup.run = [](const boost::json::object& args, const tool_context&) {
       return boost::json::value{{"key", args.at("key")}, {"value", "found"}};
     };
     rt.tools().add(std::move(lookup));
     tools = {"lookup"};
   } else {
-    // Built-in tools, counted as they run.
-    for (tool t : {calculator_tool(), current_time_tool()}) {
-      t.run = [run = t.run, &tool_calls](const boost::json::object& a, const tool_context& c) {
-        tool_calls.fetch_add(1, std::memory_order_relaxed);
-        return run(a, c);
-      };
-      rt.tools().add(std::move(t));
-    }
-    // Added tools (an MCP server's, asynchronous) are counted as they start.
+    for (tool t : {calculator_tool(), current_time_tool()}) rt.tools().add(std::move(t));
+    // Added tools (an MCP server's).
     if (options.add_tools)
-      for (auto& name : options.add_tools(rt)) {
-        if (auto found = rt.tools().find(name); found && found->is_async()) {
-          tool t = found->definition();
-          t.start = [start = t.start, &tool_calls](const boost::json::object& a, const tool_context& c,
-                                                   tool_finish finish) {
-            tool_calls.fetch_add(1, std::memory_order_relaxed);
-            return start(a, c, std::move(finish));
-          };
-          rt.tools().add(std::move(t));
-        }
-        tools.push_back(std::move(name));
-      }
+      for (auto& name : options.add_tools(rt)) tools.push_back(std::move(name));
   }
 
   const std::size_t rss_before = current_rss_bytes();
@@ -314,7 +306,7 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
   const std::size_t rss_after = current_rss_bytes();
   report.rss_bytes_per_agent = options.agents && rss_after > rss_before ? (rss_after - rss_before) / options.agents : 0;
   report.llm_calls = model_time->calls();
-  report.tool_calls = tool_calls;
+  report.tool_calls = model_time->tool_calls();
   report.turn_latency = summarize(d.turn_ms);
   report.first_token = summarize(d.first_token_ms);
   report.own_time = summarize(d.own_ms);
