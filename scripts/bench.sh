@@ -7,11 +7,13 @@
 #   load_bench          the whole stack against a local model server, 1, 10 and 100 conversations
 #   store_bench         thread stores: commit latency and throughput, loads, bytes on disk
 #                       (PostgreSQL on a throwaway server that scripts/with-postgres.sh starts)
+#   durable_bench       simulations committing every step: memory, SQLite, SQLite fsync, PostgreSQL;
+#                       one agent's commits slowed down next to none
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh postgresql
 bash scripts/build.sh --target thread_bench --target runtime_bench --target stream_bench --target concurrent_streams \
-  --target load_bench --target store_bench
+  --target load_bench --target store_bench --target durable_bench
 build="${TROUPE_BUILD_DIR:-build}"
 gbench=(--benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
 "$build/bench/thread_bench" "${gbench[@]}"
@@ -20,3 +22,4 @@ gbench=(--benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
 "$build/bench/concurrent_streams" --streams 1000
 "$build/bench/load_bench" --repeat 3
 bash scripts/with-postgres.sh "$build/bench/store_bench" --repeat 3
+bash scripts/with-postgres.sh "$build/bench/durable_bench" --repeat 3
