@@ -80,22 +80,20 @@ std::vector<double> simulate(std::shared_ptr<thread_store> store, std::size_t ag
           static_cast<double>(r.turns_failed)};
 }
 
-std::shared_ptr<thread_store> sqlite_file(const std::string& query) {
-  static int n = 0;
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("troupe-durable-bench-" + std::to_string(getpid()) + "-" + std::to_string(n++) + ".db");
-  auto opened = open_store("sqlite:" + path.string() + query);
-  if (!opened) {
-    std::fprintf(stderr, "cannot open %s: %s\n", path.c_str(), opened.error().message.c_str());
-    std::exit(1);
+// A simulation on a fresh SQLite file (`query`: its options), removed afterwards.
+std::vector<double> simulate_on_sqlite(const std::string& query, std::size_t agents, std::size_t turns) {
+  const auto path = std::filesystem::temp_directory_path() / ("troupe-durable-bench-" + std::to_string(getpid()) + ".db");
+  std::vector<double> out;
+  {
+    auto opened = open_store("sqlite:" + path.string() + query);
+    if (!opened) {
+      std::fprintf(stderr, "cannot open %s: %s\n", path.c_str(), opened.error().message.c_str());
+      std::exit(1);
+    }
+    out = simulate(opened->threads, agents, turns);
   }
-  return opened->threads;
-}
-
-void remove_sqlite_files() {
-  const std::string prefix = "troupe-durable-bench-" + std::to_string(getpid()) + "-";
-  for (const auto& f : std::filesystem::directory_iterator(std::filesystem::temp_directory_path()))
-    if (f.path().filename().string().rfind(prefix, 0) == 0) std::filesystem::remove(f.path());
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + suffix);
+  return out;
 }
 
 }  // namespace
@@ -112,8 +110,8 @@ int main(int argc, char** argv) {
   };
   std::vector<config> configs = {
       {"memory", [&] { return simulate(std::make_shared<memory_store>(), agents, turns); }},
-      {"sqlite", [&] { return simulate(sqlite_file(""), agents, turns); }},
-      {"sqlite sync=full", [&] { return simulate(sqlite_file("?sync=full"), agents, turns); }},
+      {"sqlite", [&] { return simulate_on_sqlite("", agents, turns); }},
+      {"sqlite sync=full", [&] { return simulate_on_sqlite("?sync=full", agents, turns); }},
   };
   if (postgres)
     configs.push_back({"postgres", [&] {
@@ -126,7 +124,6 @@ int main(int argc, char** argv) {
   std::map<std::string, std::vector<run_figures>> runs;
   for (std::size_t r = 0; r < repeat; ++r)
     for (const config& c : configs) runs[c.name].push_back(figures_of(in_child(c.run)));
-  remove_sqlite_files();
 
   auto med = [&](const std::string& name, double run_figures::*field) {
     std::vector<double> v;
