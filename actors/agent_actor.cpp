@@ -8,10 +8,12 @@
 #include "actors/tool_parallelism.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/random_ids.hpp"
+#include "runtime/thrown_by.hpp"
 #include "runtime/store/store_executor.hpp"
 #include "runtime/telemetry/genai_messages.hpp"
 #include "signals/overloaded.hpp"
 
+#include <atomic>
 #include <deque>
 #include <optional>
 #include <unordered_map>
@@ -93,6 +95,9 @@ struct agent_state {
   std::unordered_map<std::uint64_t, caf::typed_response_promise<thread_view>> snapshots;
   std::uint64_t next_snapshot = 0;
   bool quit_when_settled = false;  // stopping, but commits are still in flight
+  // False once the agent has quit: a load still queued for it then takes no
+  // lease, and one that took a lease meanwhile gives it back.
+  std::shared_ptr<std::atomic<bool>> alive = std::make_shared<std::atomic<bool>>(true);
 };
 
 using agent_self = agent_actor::stateful_pointer<agent_state>;
@@ -223,7 +228,10 @@ class agent_logic {
     st_.snapshots.emplace(no, self_->make_response_promise<thread_view>());
     stores().submit([self = handle(), store = stores().shared_store(), deadline = stores().deadline(), no,
                      id](store_job_status why) {
-      stored<thread> held = why == store_job_status::run ? store->load(id) : not_run(why, deadline);
+      stored<thread> held = not_run(why, deadline);
+      if (why == store_job_status::run)
+        if (auto what = thrown_by([&] { held = store->load(id); }))
+          held = store_error{"internal", "the store threw: " + *what};
       caf::anon_send(self, viewed_atom::value, no, id, std::move(held));
     });
     return caf::delegated<thread_view>();
@@ -261,9 +269,14 @@ class agent_logic {
     return settled();
   }
 
-  // Stops the agent, giving up its leases on the way out.
+  // Stops the agent, giving up its leases on the way out; snapshots still
+  // waiting for the store are answered with an error (CAF does not answer
+  // the promises of an actor that is gone).
   void quit() {
     release_leases();
+    st_.alive->store(false);
+    for (auto& [no, promise] : st_.snapshots) promise.deliver(caf::make_error(caf::sec::request_receiver_down));
+    st_.snapshots.clear();
     self_->quit();
   }
 
@@ -332,19 +345,29 @@ class agent_logic {
   }
 
   // Takes the thread's lease and loads it, on a store thread; on_loaded
-  // gets both. A thread another owner holds is not loaded ("owned").
+  // gets both (always: a store that throws is an `internal` error). A thread
+  // another owner holds is not loaded ("owned"); a lease taken for a load
+  // that failed, or for an agent gone meanwhile, is given back at once.
   void load_async(const std::string& thread_id) {
     stores().submit([self = handle(), store = stores().shared_store(), deadline = stores().deadline(),
-                     owner = st_.ctx->owner_id, ttl = st_.ctx->lease_ttl, thread_id](store_job_status why) {
+                     owner = st_.ctx->owner_id, ttl = st_.ctx->lease_ttl, alive = st_.alive,
+                     thread_id](store_job_status why) {
       loaded_thread loaded = not_run(why, deadline);
       lease_held lease;
-      if (why == store_job_status::run) {
-        if (auto taken = store->acquire_lease(thread_id, owner, wall_clock_ms(), ttl)) {
-          lease = std::move(*taken);
-          random_ids ids;  // the agent's own source is not for other threads
-          loaded = load_thread(*store, thread_id, ids, wall_clock_ms(), &*lease);
-        } else {
-          loaded = taken.error();
+      if (why == store_job_status::run && alive->load()) {
+        if (auto what = thrown_by([&] {
+              if (auto taken = store->acquire_lease(thread_id, owner, wall_clock_ms(), ttl)) {
+                lease = std::move(*taken);
+                random_ids ids;  // the agent's own source is not for other threads
+                loaded = load_thread(*store, thread_id, ids, wall_clock_ms(), &*lease);
+              } else {
+                loaded = taken.error();
+              }
+            }))
+          loaded = store_error{"internal", "the store threw: " + *what};
+        if (lease && (!loaded || !alive->load())) {
+          thrown_by([&] { store->release_lease(thread_id, *lease); });
+          lease.reset();
         }
       }
       caf::anon_send(self, loaded_atom::value, thread_id, std::move(loaded), std::move(lease));
@@ -421,7 +444,7 @@ class agent_logic {
       return;
     }
     if (stores().immediate()) {
-      auto written = stores().store().append(step.next, step.rev_before);
+      auto written = stores().store().append(*step.next, step.rev_before);
       if (written)
         take(slot, std::move(step));
       else
@@ -429,7 +452,7 @@ class agent_logic {
       return;
     }
     const std::uint64_t rev_before = step.rev_before;
-    thread_view next = step.next;
+    thread_view next = *step.next;
     slot.pending = std::move(step);
     slot.phase = slot_phase::committing;
     const std::uint64_t no = ++slot.commit_no;
@@ -473,7 +496,10 @@ class agent_logic {
 
   void reload(thread_slot& slot, const std::string& thread_id) {
     slot.phase = slot_phase::loading;
-    slot.lease.reset();  // taken again with the thread, under a new epoch
+    // Taken again with the thread, under a new epoch; the old one is given up
+    // (a no-op if it is no longer the thread's), so a failed reload leaves none behind.
+    if (slot.lease) release(thread_id, *slot.lease);
+    slot.lease.reset();
     load_async(thread_id);
   }
 

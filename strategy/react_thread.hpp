@@ -31,18 +31,22 @@ class react_thread {
   // an owner that must store the new entries before anything changes (and
   // may wait for the store meanwhile). Nothing changes until adopt().
   struct prepared_step {
-    thread next;
+    std::optional<thread> next;  // the thread with the step's entries; none if it writes none
     react_state state;
     applied out;
     std::uint64_t rev_before = 0;
-    bool writes() const { return !out.committed.empty(); }
+    bool writes() const { return next.has_value(); }
   };
 
   prepared_step prepare(const react_config& config, const signal& input, std::int64_t now_ms, id_source& ids) const {
     step_result r = step(config, state_, thread_, input, now_ms, ids);
-    thread next = thread_;  // O(1): shares the storage
+    // Most steps (every streamed delta) write nothing: no copy of the thread for them.
+    std::optional<thread> next;
     entry_range committed;
-    if (!r.entries.empty()) committed = next.append(std::move(r.entries), now_ms, ids);
+    if (!r.entries.empty()) {
+      next.emplace(thread_);  // O(1): shares the storage
+      committed = next->append(std::move(r.entries), now_ms, ids);
+    }
     return prepared_step{std::move(next), std::move(r.state), applied{std::move(committed), std::move(r.directives)},
                          thread_.rev()};
   }
@@ -50,7 +54,7 @@ class react_thread {
   // Takes a prepared step (once its entries are stored): its directives are
   // the caller's to execute.
   std::vector<directive> adopt(prepared_step&& p) {
-    thread_ = std::move(p.next);
+    if (p.next) thread_ = std::move(*p.next);
     state_ = std::move(p.state);
     return std::move(p.out.directives);
   }
@@ -63,7 +67,7 @@ class react_thread {
   std::optional<applied> apply(const react_config& config, const signal& input, std::int64_t now_ms, id_source& ids,
                                Persist&& persist) {
     prepared_step p = prepare(config, input, now_ms, ids);
-    if (p.writes() && !persist(static_cast<const thread_view&>(p.next), p.rev_before)) return std::nullopt;
+    if (p.writes() && !persist(static_cast<const thread_view&>(*p.next), p.rev_before)) return std::nullopt;
     entry_range committed = std::move(p.out.committed);
     return applied{std::move(committed), adopt(std::move(p))};
   }

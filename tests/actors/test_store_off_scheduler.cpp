@@ -13,6 +13,7 @@
 #include <atomic>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 
 using namespace troupe;
 using namespace troupe::testing;
@@ -26,12 +27,16 @@ class slow_store final : public thread_store {
  public:
   gate entered, release;
   std::atomic<bool> time_out_next{false};
+  std::atomic<bool> throw_on_load{false};
 
   void hold(std::string thread_id) {
     std::lock_guard lock(mutex_);
     held_.insert(std::move(thread_id));
   }
-  stored<thread> load(const std::string& id) override { return inner_.load(id); }
+  stored<thread> load(const std::string& id) override {
+    if (throw_on_load) throw std::runtime_error("the driver threw");
+    return inner_.load(id);
+  }
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override {
     if (time_out_next.exchange(false))
       return store_error{"timeout", "canceling statement due to statement timeout"};
@@ -167,4 +172,19 @@ TEST_CASE("an agent told to stop while a commit is in flight answers its request
   REQUIRE(t.has_value());
   CHECK(t->at_seq(0)->payload.at("content") == "first");
   CHECK(every_call_answered(*t));
+}
+
+TEST_CASE("a store that throws while loading a thread still answers the ask, and the thread loads later") {
+  auto store = std::make_shared<slow_store>();
+  runtime rt({.provider = answers_done(), .store = store});
+  agent a = rt.spawn_agent({.id = "a", .model = "m"});
+  store->throw_on_load = true;
+  const reply r = must_reply(a.ask("first"));
+  CHECK(error_type_of(r) == "store_failed");
+  CHECK_THAT(std::get<error_info>(r.outcome).message, Catch::Contains("the driver threw"));
+  const auto shown = a.snapshot();  // its read threw too: answered all the same (empty, as for any store error)
+  REQUIRE(shown.has_value());
+  CHECK(shown->size() == 0);
+  store->throw_on_load = false;
+  CHECK(answer_of(must_reply(a.ask("second"))) == "done");
 }
