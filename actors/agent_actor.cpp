@@ -8,9 +8,9 @@
 #include "actors/tool_parallelism.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/random_ids.hpp"
-#include "runtime/thrown_by.hpp"
 #include "runtime/store/store_executor.hpp"
 #include "runtime/telemetry/genai_messages.hpp"
+#include "runtime/thrown_by.hpp"
 #include "signals/overloaded.hpp"
 
 #include <atomic>
@@ -69,8 +69,8 @@ struct thread_slot {
   std::int64_t llm_started_us = 0;
   slot_phase phase;
   std::optional<react_thread::prepared_step> pending;  // the step being committed
-  std::optional<thread_lease> lease;                    // with a store that keeps leases
-  std::uint64_t commit_no = 0;                          // which commit `pending` is
+  std::optional<thread_lease> lease;                   // with a store that keeps leases
+  std::uint64_t commit_no = 0;                         // which commit `pending` is
   std::deque<held_signal> held;
   request_trace trace;  // the running request's spans
 
@@ -259,10 +259,7 @@ class agent_logic {
         loading.push_back(id);
         return;
       }
-      for (auto& waiting : slot.asks.drain()) {
-        st_.thread_of.erase(waiting.q.request_id);
-        waiting.from.answer.deliver(refused(waiting.q.request_id, error_type::shutdown, "the agent is stopping"));
-      }
+      fail_queued_asks(slot, error_type::shutdown, "the agent is stopping");
       if (!slot.asks.running().empty()) run(slot, cancel{slot.asks.running(), "the agent is stopping"});
     });
     for (const auto& id : loading) st_.threads.erase(id);
@@ -398,6 +395,11 @@ class agent_logic {
       slot.running->answer.deliver(refused(id, type, message));
       slot.running.reset();
     }
+    fail_queued_asks(slot, type, message);
+  }
+
+  // Answers every ask still waiting in the thread's queue with an error.
+  void fail_queued_asks(thread_slot& slot, const char* type, const std::string& message) {
     for (auto& waiting : slot.asks.drain()) {
       st_.thread_of.erase(waiting.q.request_id);
       waiting.from.answer.deliver(refused(waiting.q.request_id, type, message));

@@ -67,14 +67,13 @@ struct agent_stats {
 // Signals are the executors' deltas; a cancel names a request and a reason.
 // loaded, committed and viewed are the store threads' answers (thread id,
 // commit number, snapshot number) to the agent's own loads and commits.
-using agent_actor = caf::typed_actor<caf::replies_to<ask_atom, query, event_sink_actor>::with<reply>,
-                                     caf::reacts_to<signal_atom, std::string, signal>,
-                                     caf::reacts_to<cancel_atom, std::string, std::string>,
-                                     caf::replies_to<snapshot_atom, std::string>::with<thread_view>,
-                                     caf::replies_to<stats_atom>::with<agent_stats>, caf::reacts_to<stop_atom>,
-                                     caf::reacts_to<loaded_atom, std::string, loaded_thread, lease_held>,
-                                     caf::reacts_to<committed_atom, std::string, std::uint64_t, commit_outcome>,
-                                     caf::reacts_to<viewed_atom, std::uint64_t, std::string, stored_thread>>;
+using agent_actor = caf::typed_actor<
+    caf::replies_to<ask_atom, query, event_sink_actor>::with<reply>, caf::reacts_to<signal_atom, std::string, signal>,
+    caf::reacts_to<cancel_atom, std::string, std::string>,
+    caf::replies_to<snapshot_atom, std::string>::with<thread_view>, caf::replies_to<stats_atom>::with<agent_stats>,
+    caf::reacts_to<stop_atom>, caf::reacts_to<loaded_atom, std::string, loaded_thread, lease_held>,
+    caf::reacts_to<committed_atom, std::string, std::uint64_t, commit_outcome>,
+    caf::reacts_to<viewed_atom, std::uint64_t, std::string, stored_thread>>;
 
 // Model calls. exec answers with the call's result once it ends (or
 // executor_crashed); deltas go to the agent as signals while it streams.

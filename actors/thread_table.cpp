@@ -4,8 +4,8 @@
 
 namespace troupe {
 
-stored<react_thread> load_thread(thread_store& store, const std::string& thread_id, id_source& ids,
-                                 std::int64_t now_ms, const thread_lease* fence) {
+stored<react_thread> load_thread(thread_store& store, const std::string& thread_id, id_source& ids, std::int64_t now_ms,
+                                 const thread_lease* fence) {
   auto held = store.load(thread_id);
   if (held) return recovered(store, std::move(*held), ids, now_ms, fence);
   if (held.error().type == "not_found") return react_thread(thread(thread_id, now_ms));
@@ -17,7 +17,8 @@ react_thread recovered(thread_store& store, thread t, id_source& ids, std::int64
   if (!repairs.empty()) {
     thread repaired = t;
     repaired.append(std::move(repairs), now_ms, ids);
-    if (fence ? store.append_fenced(repaired, t.rev(), *fence) : store.append(repaired, t.rev())) t = std::move(repaired);
+    if (fence ? store.append_fenced(repaired, t.rev(), *fence) : store.append(repaired, t.rev()))
+      t = std::move(repaired);
   }
   return react_thread(std::move(t));
 }

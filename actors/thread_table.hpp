@@ -28,8 +28,8 @@ struct thread_limits {
 // `interrupted` results, kept only if they could be stored (unrepaired, they
 // are left out of every context: a unit is sent whole or not at all).
 // With `fence`, the repair is committed under that lease.
-stored<react_thread> load_thread(thread_store& store, const std::string& thread_id, id_source& ids,
-                                 std::int64_t now_ms, const thread_lease* fence = nullptr);
+stored<react_thread> load_thread(thread_store& store, const std::string& thread_id, id_source& ids, std::int64_t now_ms,
+                                 const thread_lease* fence = nullptr);
 react_thread recovered(thread_store& store, thread t, id_source& ids, std::int64_t now_ms,
                        const thread_lease* fence = nullptr);
 

@@ -240,11 +240,11 @@ cli_session::cli_session(const model_options& o, const std::string& default_stor
     conv = std::move(*c);
     thread_id = conv->thread_id;
   }
-  rt = std::make_unique<runtime>(runtime_options{
-      .provider = m.provider,
-      .store = store.threads,
-      .telemetry = std::make_shared<log_sink>(false),
-      .lease_ttl = std::chrono::milliseconds(static_cast<std::int64_t>(o.lease_ttl_seconds * 1000))});
+  rt = std::make_unique<runtime>(
+      runtime_options{.provider = m.provider,
+                      .store = store.threads,
+                      .telemetry = std::make_shared<log_sink>(false),
+                      .lease_ttl = std::chrono::milliseconds(static_cast<std::int64_t>(o.lease_ttl_seconds * 1000))});
   rt->tools().add(calculator_tool());
   rt->tools().add(current_time_tool());
   agent_spec spec;

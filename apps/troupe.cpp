@@ -51,9 +51,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   simulate->add_flag("--json", sim_json, "Print one JSON object with the totals instead of text");
   std::string sim_store = "memory:";
-  simulate->add_option("--store", sim_store,
-                       "Where the agents' threads are kept: memory:, sqlite:PATH[?sync=full] or "
-                       "postgres://USER@HOST:PORT/DB; every step is committed there, as in a deployment")
+  simulate
+      ->add_option("--store", sim_store,
+                   "Where the agents' threads are kept: memory:, sqlite:PATH[?sync=full] or "
+                   "postgres://USER@HOST:PORT/DB; every step is committed there, as in a deployment")
       ->capture_default_str();
 
   store_command_options threads_opts, conversations_opts;

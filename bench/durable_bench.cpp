@@ -76,13 +76,15 @@ std::vector<double> simulate(std::shared_ptr<thread_store> store, std::size_t ag
   const simulation_report r = run_simulation(o, progress);
   const double commits = r.store_batching ? static_cast<double>(r.store_batching->commits) : 0;
   const double transactions = r.store_batching ? static_cast<double>(r.store_batching->transactions) : 0;
-  return {r.turns_per_second, r.turn_latency.p50, r.turn_latency.p99, commits, transactions,
-          static_cast<double>(r.turns_failed)};
+  return {r.turns_per_second, r.turn_latency.p50,
+          r.turn_latency.p99, commits,
+          transactions,       static_cast<double>(r.turns_failed)};
 }
 
 // A simulation on a fresh SQLite file (`query`: its options), removed afterwards.
 std::vector<double> simulate_on_sqlite(const std::string& query, std::size_t agents, std::size_t turns) {
-  const auto path = std::filesystem::temp_directory_path() / ("troupe-durable-bench-" + std::to_string(getpid()) + ".db");
+  const auto path =
+      std::filesystem::temp_directory_path() / ("troupe-durable-bench-" + std::to_string(getpid()) + ".db");
   std::vector<double> out;
   {
     auto opened = open_store("sqlite:" + path.string() + query);
@@ -165,8 +167,9 @@ int main(int argc, char** argv) {
     return median(x);
   };
   const double p99_plain = med_of(plain, &run_figures::p99), p99_slowed = med_of(slowed, &run_figures::p99);
-  std::printf("turn latency p99 (all agents; sim-0 has %zu of %zu turns): %.1f ms without the delay, %.1f ms with it "
-              "(ratio %.2f)\n",
-              slow_turns, slow_agents * slow_turns, p99_plain, p99_slowed, p99_plain > 0 ? p99_slowed / p99_plain : 0);
+  std::printf(
+      "turn latency p99 (all agents; sim-0 has %zu of %zu turns): %.1f ms without the delay, %.1f ms with it "
+      "(ratio %.2f)\n",
+      slow_turns, slow_agents * slow_turns, p99_plain, p99_slowed, p99_plain > 0 ? p99_slowed / p99_plain : 0);
   return 0;
 }

@@ -231,7 +231,8 @@ TEST_CASE("handles may be used while the runtime is destroyed") {
     for (const auto& r : asked) {
       const reply got = must_reply(r);
       // 200 asks at once on one thread may also overflow its queue before the shutdown reaches them.
-      if (!got.ok()) CHECK_THAT(std::get<error_info>(got.outcome).type, Catch::Equals("shutdown") || Catch::Equals("queue_full"));
+      if (!got.ok())
+        CHECK_THAT(std::get<error_info>(got.outcome).type, Catch::Equals("shutdown") || Catch::Equals("queue_full"));
     }
   }
 }

@@ -38,8 +38,7 @@ class slow_store final : public thread_store {
     return inner_.load(id);
   }
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override {
-    if (time_out_next.exchange(false))
-      return store_error{"timeout", "canceling statement due to statement timeout"};
+    if (time_out_next.exchange(false)) return store_error{"timeout", "canceling statement due to statement timeout"};
     if (holds(t.id())) {
       entered.open();
       release.wait();

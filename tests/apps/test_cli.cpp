@@ -526,18 +526,20 @@ TEST_CASE("troupe processes asking on one thread at once: one writes at a time, 
     }
     // A schema of this test's own, so that the thread starts empty.
     const std::string schema = "troupe_race_" + std::to_string(::getpid());
-    REQUIRE(std::system(("psql -q '" + std::string(server) + "' -c 'CREATE SCHEMA " + schema + "' >/dev/null").c_str()) ==
-            0);
+    REQUIRE(std::system(
+                ("psql -q '" + std::string(server) + "' -c 'CREATE SCHEMA " + schema + "' >/dev/null").c_str()) == 0);
     const std::string separator = std::string(server).find('?') == std::string::npos ? "?" : "&";
     check_race(std::string(server) + separator + "options=-csearch_path%3D" + schema, script.flags());
-    std::system(("psql -q '" + std::string(server) + "' -c 'DROP SCHEMA " + schema + " CASCADE' >/dev/null 2>&1").c_str());
+    std::system(
+        ("psql -q '" + std::string(server) + "' -c 'DROP SCHEMA " + schema + " CASCADE' >/dev/null 2>&1").c_str());
   }
 }
 
 TEST_CASE("a troupe process killed mid-turn: another takes its thread over once the lease runs out") {
   temp_db db;
   echo_script script;
-  const auto slow = std::filesystem::temp_directory_path() / ("troupe-cli-slow-" + std::to_string(::getpid()) + ".json");
+  const auto slow =
+      std::filesystem::temp_directory_path() / ("troupe-cli-slow-" + std::to_string(::getpid()) + ".json");
   std::ofstream(slow) << R"([{"text": "never", "delay_ms": 600000}])";
 
   // The owner: its question is committed, then it waits for a model that never answers.

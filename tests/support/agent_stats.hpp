@@ -24,7 +24,8 @@ inline agent_stats stats_of(runtime& rt, const std::string& agent_id) {
 // Asks the agent until its stats satisfy `ready`; false if they never do
 // within the test's patience. For states an actor reaches on its own, such
 // as a signal parked behind a commit.
-inline bool stats_become(runtime& rt, const std::string& agent_id, const std::function<bool(const agent_stats&)>& ready) {
+inline bool stats_become(runtime& rt, const std::string& agent_id,
+                         const std::function<bool(const agent_stats&)>& ready) {
   const auto until = std::chrono::steady_clock::now() + patience;
   while (std::chrono::steady_clock::now() < until)
     if (ready(stats_of(rt, agent_id))) return true;

@@ -84,8 +84,8 @@ void connection_pool::discard(PGconn* c) {
 connection_pool::opener connect_to(std::string conninfo, std::chrono::seconds connect_timeout,
                                    std::chrono::milliseconds statement_timeout) {
   return [conninfo = std::move(conninfo), timeout = std::to_string(connect_timeout.count()),
-          set_statement_timeout = "SET statement_timeout = " + std::to_string(statement_timeout.count())](
-             std::string& why) -> PGconn* {
+          set_statement_timeout =
+              "SET statement_timeout = " + std::to_string(statement_timeout.count())](std::string& why) -> PGconn* {
     // connect_timeout first: what the conninfo (expanded from dbname) sets comes after it and wins.
     const char* keys[] = {"connect_timeout", "dbname", nullptr};
     const char* values[] = {timeout.c_str(), conninfo.c_str(), nullptr};

@@ -106,8 +106,8 @@ stored<std::uint64_t> postgres_store::append_as(const thread_view& t, std::uint6
     if (status == "fenced") {
       const std::string holder = r.text(0, 3);
       return *fence_refusal(holder.empty() ? std::nullopt
-                                           : std::optional<thread_lease>(thread_lease{
-                                                 holder, static_cast<std::uint64_t>(r.int64(0, 1)), 0}),
+                                           : std::optional<thread_lease>(
+                                                 thread_lease{holder, static_cast<std::uint64_t>(r.int64(0, 1)), 0}),
                             t.id(), *fence);
     }
     if (status == "conflict")
@@ -145,8 +145,10 @@ namespace {
 // (epoch 0, expired) is made first for a thread never leased, so that two
 // owners taking it at once queue on the same lock.
 stored<std::optional<thread_lease>> locked_lease(PGconn* c, const std::string& thread_id) {
-  result made = run(c, "INSERT INTO leases (thread_id, owner, epoch, expires_at) VALUES ($1, '', 0, 0) "
-                       "ON CONFLICT (thread_id) DO NOTHING", {thread_id});
+  result made = run(c,
+                    "INSERT INTO leases (thread_id, owner, epoch, expires_at) VALUES ($1, '', 0, 0) "
+                    "ON CONFLICT (thread_id) DO NOTHING",
+                    {thread_id});
   if (!made.ok()) return made.error(c, "lease " + thread_id);
   result r = run(c, "SELECT owner, epoch, expires_at FROM leases WHERE thread_id = $1 FOR UPDATE", {thread_id});
   if (!r.ok()) return r.error(c, "lease " + thread_id);

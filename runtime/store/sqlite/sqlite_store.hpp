@@ -54,8 +54,7 @@ class sqlite_store final : public thread_store, public conversation_store {
   std::optional<commit_batching> batching() const override;
   stored<std::uint64_t> append_fenced(const thread_view& t, std::uint64_t expected_rev,
                                       const thread_lease& fence) override;
-  void append_queued(thread_view t, std::uint64_t expected_rev, const thread_lease* fence,
-                     append_done done) override;
+  void append_queued(thread_view t, std::uint64_t expected_rev, const thread_lease* fence, append_done done) override;
   // Leases are written by the writer, in the group commit's transactions.
   stored<thread_lease> acquire_lease(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
                                      std::chrono::milliseconds ttl) override;

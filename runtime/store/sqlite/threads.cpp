@@ -80,8 +80,7 @@ stored<std::optional<thread_lease>> lease_in(connection& c, const std::string& t
   const int rc = s.step();
   if (rc == SQLITE_DONE) return std::optional<thread_lease>();
   if (rc != SQLITE_ROW) return c.io_error("read the lease of " + thread_id);
-  return std::optional<thread_lease>(
-      thread_lease{s.text(0), static_cast<std::uint64_t>(s.int64(1)), s.int64(2)});
+  return std::optional<thread_lease>(thread_lease{s.text(0), static_cast<std::uint64_t>(s.int64(1)), s.int64(2)});
 }
 
 std::optional<store_error> write_lease(connection& c, const std::string& thread_id, const thread_lease& l) {

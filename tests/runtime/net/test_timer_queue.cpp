@@ -19,8 +19,7 @@ TEST_CASE("a timer callback that throws ends neither the timer thread nor the ca
   std::promise<void> later_ran;
 
   timers.schedule(
-      0ms, [] { throw std::runtime_error("boom"); },
-      [&](const std::string& what) { reported.set_value(what); });
+      0ms, [] { throw std::runtime_error("boom"); }, [&](const std::string& what) { reported.set_value(what); });
   timers.schedule(1ms, [&] { later_ran.set_value(); });
 
   auto what = reported.get_future();

@@ -129,7 +129,8 @@ TEST_CASE("a commit that throws inside a transaction undoes only its own writes"
 namespace {
 
 // A submitted commit's outcome, for a bounded wait on it.
-std::future<outcome> submit(group_commit& commits, write_work work = [](connection&) { return outcome(); }) {
+std::future<outcome> submit(
+    group_commit& commits, write_work work = [](connection&) { return outcome(); }) {
   auto done = std::make_shared<std::promise<outcome>>();
   auto f = done->get_future();
   commits.submit(std::move(work), [done](outcome o) { done->set_value(std::move(o)); });
