@@ -68,6 +68,8 @@ int run_simulate(simulation_options options, const model_options& model, const s
                             {"turns_per_second", r.turns_per_second},
                             {"peak_rss_bytes", r.peak_rss_bytes},
                             {"rss_bytes_per_agent", r.rss_bytes_per_agent},
+                            {"spawn_seconds", r.spawn_seconds},
+                            {"teardown_seconds", r.teardown_seconds},
                             {"llm_calls", r.llm_calls},
                             {"tool_calls", r.tool_calls},
                             {"turn_latency_ms", latency_json(r.turn_latency, true)},
@@ -86,6 +88,8 @@ int run_simulate(simulation_options options, const model_options& model, const s
   } else {
     std::printf("%zu agents, %zu turns completed, %zu failed%s in %.2f s (%.0f turns/s)\n", r.agents, r.turns_completed,
                 r.turns_failed, r.stopped ? " (stopped early)" : "", r.seconds, r.turns_per_second);
+    std::printf("agents spawned in %.2f s, shut down in %.2f s; %zu bytes of memory per agent after the run\n",
+                r.spawn_seconds, r.teardown_seconds, r.rss_bytes_per_agent);
     std::printf("turn latency p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms; troupe's own share p50 %.2f ms\n",
                 r.turn_latency.p50, r.turn_latency.p90, r.turn_latency.p99, r.turn_latency.max, r.own_time.p50);
     if (r.first_token.samples)

@@ -247,10 +247,11 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
   std::shared_ptr<scripted_provider> sim_model = scripted ? simulated_model(options.tools_per_turn) : nullptr;
   std::shared_ptr<llm_provider> model = scripted ? sim_model : options.provider;
   auto model_time = std::make_shared<model_time_sink>();
-  runtime rt({.provider = model,
+  auto owned_rt = std::make_unique<runtime>(runtime_options{.provider = model,
               .store = options.store,
               .telemetry = model_time,
               .scheduler_threads = options.scheduler_threads});
+  runtime& rt = *owned_rt;
 
   std::vector<std::string> tools = options.tools;
   if (scripted) {
@@ -273,6 +274,7 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
   }
 
   const std::size_t rss_before = current_rss_bytes();
+  const auto spawn_started = clk::now();
   std::vector<agent> agents;
   agents.reserve(options.agents);
   for (std::size_t i = 0; i < options.agents; ++i) {
@@ -285,7 +287,9 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
     spec.max_iterations = options.max_iterations;
     spec.context = options.context;
     agents.push_back(rt.spawn_agent(std::move(spec)));
+    progress.spawned.fetch_add(1, std::memory_order_relaxed);
   }
+  const double spawn_seconds = std::chrono::duration<double>(clk::now() - spawn_started).count();
 
   driver d(options, progress, agents, *model_time, !scripted);
   const std::optional<commit_batching> batching_before = options.store ? options.store->batching() : std::nullopt;
@@ -301,9 +305,11 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
   report.turns_failed = progress.failed;
   report.stopped = d.stopped();
   report.seconds = seconds;
+  report.spawn_seconds = spawn_seconds;
   report.turns_per_second = seconds > 0 ? static_cast<double>(report.turns_completed) / seconds : 0;
   report.peak_rss_bytes = peak_rss_bytes();
   const std::size_t rss_after = current_rss_bytes();
+  report.rss_bytes_after = rss_after;
   report.rss_bytes_per_agent = options.agents && rss_after > rss_before ? (rss_after - rss_before) / options.agents : 0;
   report.llm_calls = model_time->calls();
   report.tool_calls = model_time->tool_calls();
@@ -319,7 +325,10 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
     if (const auto after = options.store->batching())
       report.store_batching = commit_batching{after->transactions - batching_before->transactions,
                                               after->commits - batching_before->commits};
-  rt.shutdown();
+  const auto teardown_started = clk::now();
+  agents.clear();
+  owned_rt.reset();
+  report.teardown_seconds = std::chrono::duration<double>(clk::now() - teardown_started).count();
   return report;
 }
 

@@ -44,12 +44,18 @@ struct simulation_options {
   // The user message of each turn; "{agent}" and "{turn}" are replaced.
   std::string question = "Question {turn} from agent {agent}.";
   double turn_timeout_seconds = 300;
+  // Set: a reproducible run. Ids (entries, calls, requests) come from sources
+  // seeded from it and the agent's id, and entries are stamped by a logical
+  // clock per agent instead of the wall clock, so two runs with the same
+  // seed leave the same threads, byte for byte.
+  std::optional<std::uint64_t> seed{};
   // Set to stop early: no new turns start, running ones are cancelled, and
   // the report covers what happened so far.
   const std::atomic<bool>* stop = nullptr;
 };
 
 struct simulation_progress {
+  std::atomic<std::size_t> spawned{0};  // agents started so far
   std::atomic<std::size_t> completed{0};
   std::atomic<std::size_t> failed{0};
 };
@@ -68,6 +74,9 @@ struct simulation_report {
   double turns_per_second = 0;
   std::size_t peak_rss_bytes = 0;
   std::size_t rss_bytes_per_agent = 0;  // resident memory grown per agent, spawn to end
+  std::size_t rss_bytes_after = 0;      // resident memory when the turns ended, agents still up
+  double spawn_seconds = 0;             // starting every agent
+  double teardown_seconds = 0;          // stopping them and the runtime
   std::size_t llm_calls = 0;
   std::size_t tool_calls = 0;
   latency_summary turn_latency;  // ask to reply
