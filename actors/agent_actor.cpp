@@ -82,11 +82,16 @@ struct thread_slot {
 struct agent_state {
   static inline const char* name = "troupe.agent";
 
-  std::shared_ptr<const agent_spec> spec;
+  std::string id;
+  std::shared_ptr<const agent_profile> profile;
   std::shared_ptr<const react_config> config;
   std::shared_ptr<runtime_context> ctx;
   std::shared_ptr<llm_provider> provider;
   random_ids ids;
+  // The time entries are stamped with when the runtime has a seed: a logical
+  // clock of the agent's own, one millisecond per reading, so that a run
+  // repeats to the byte.
+  std::int64_t logical_ms = 0;
   std::size_t executor_key = 0;
   bool stopping = false;
   thread_table<thread_slot> threads;
@@ -96,11 +101,15 @@ struct agent_state {
   std::uint64_t next_snapshot = 0;
   bool quit_when_settled = false;  // stopping, but commits are still in flight
   // False once the agent has quit: a load still queued for it then takes no
-  // lease, and one that took a lease meanwhile gives it back.
-  std::shared_ptr<std::atomic<bool>> alive = std::make_shared<std::atomic<bool>>(true);
+  // lease, and one that took a lease meanwhile gives it back. Made with the
+  // first load that goes to a store thread (most agents never need it).
+  std::shared_ptr<std::atomic<bool>> alive;
 };
 
 using agent_self = agent_actor::stateful_pointer<agent_state>;
+
+// Where a seeded agent's logical clock starts: 2026-01-01T00:00:00Z.
+constexpr std::int64_t seeded_epoch_ms = 1'767'225'600'000;
 
 // A request to an executor that bounced because the executor had just died
 // is sent again to its replacement, this many times at most.
@@ -111,7 +120,7 @@ class agent_logic {
  public:
   explicit agent_logic(agent_self self) : self_(self), st_(self->state) {}
 
-  std::string default_thread_id() const { return st_.spec->id + ":default"; }
+  std::string default_thread_id() const { return st_.id + ":default"; }
 
   caf::result<reply> on_ask(query q, event_sink_actor events) {
     if (q.thread_id.empty()) q.thread_id = default_thread_id();
@@ -122,11 +131,11 @@ class agent_logic {
     thread_slot* slot = st_.threads.find(q.thread_id);
     if (!slot) {
       if (stores().immediate()) {
-        auto loaded = load_thread(stores().store(), q.thread_id, st_.ids, wall_clock_ms());
+        auto loaded = load_thread(stores().store(), q.thread_id, st_.ids, now_ms());
         if (!loaded)
           return refused(q.request_id, store_error_type(loaded.error()), not_loaded(q.thread_id, loaded.error()));
         slot =
-            &st_.threads.insert(q.thread_id, thread_slot(std::move(*loaded), st_.spec->max_queued_asks), steady_ms());
+            &st_.threads.insert(q.thread_id, thread_slot(std::move(*loaded), st_.profile->max_queued_asks), steady_ms());
         report(telemetry_kind::thread_loaded, q.thread_id, {});
       } else {
         slot = &begin_load(q.thread_id);
@@ -137,7 +146,7 @@ class agent_logic {
     if (admission == request_queue<queued_ask>::admission::full)
       return refused(
           q.request_id, error_type::queue_full,
-          "thread " + q.thread_id + " already has " + std::to_string(st_.spec->max_queued_asks) + " asks waiting");
+          "thread " + q.thread_id + " already has " + std::to_string(st_.profile->max_queued_asks) + " asks waiting");
     auto promise = self_->make_response_promise<reply>();
     asker from{promise_guard<reply>(promise, q.request_id, &agent_crashed), std::move(events), steady_us()};
     st_.thread_of[q.request_id] = q.thread_id;
@@ -196,7 +205,7 @@ class agent_logic {
   void on_viewed(std::uint64_t no, const std::string& thread_id, stored<thread>& held) {
     auto it = st_.snapshots.find(no);
     if (it == st_.snapshots.end()) return;
-    it->second.deliver(held ? thread_view(*held) : thread_view(thread(thread_id, wall_clock_ms())));
+    it->second.deliver(held ? thread_view(*held) : thread_view(thread(thread_id, now_ms())));
     st_.snapshots.erase(it);
   }
 
@@ -222,7 +231,7 @@ class agent_logic {
       return slot->conversation.history();
     if (stores().immediate()) {
       if (auto held = stores().store().load(id)) return thread_view(*held);
-      return thread_view(thread(id, wall_clock_ms()));
+      return thread_view(thread(id, now_ms()));
     }
     const std::uint64_t no = st_.next_snapshot++;
     st_.snapshots.emplace(no, self_->make_response_promise<thread_view>());
@@ -271,7 +280,7 @@ class agent_logic {
   // the promises of an actor that is gone).
   void quit() {
     release_leases();
-    st_.alive->store(false);
+    if (st_.alive) st_.alive->store(false);
     for (auto& [no, promise] : st_.snapshots) promise.deliver(caf::make_error(caf::sec::request_receiver_down));
     st_.snapshots.clear();
     self_->quit();
@@ -335,7 +344,7 @@ class agent_logic {
   thread_slot& begin_load(const std::string& thread_id) {
     thread_slot& slot = st_.threads.insert(
         thread_id,
-        thread_slot(react_thread(thread(thread_id, wall_clock_ms())), st_.spec->max_queued_asks, slot_phase::loading),
+        thread_slot(react_thread(thread(thread_id, now_ms())), st_.profile->max_queued_asks, slot_phase::loading),
         steady_ms());
     load_async(thread_id);
     return slot;
@@ -346,6 +355,7 @@ class agent_logic {
   // another owner holds is not loaded ("owned"); a lease taken for a load
   // that failed, or for an agent gone meanwhile, is given back at once.
   void load_async(const std::string& thread_id) {
+    if (!st_.alive) st_.alive = std::make_shared<std::atomic<bool>>(true);
     stores().submit([self = handle(), store = stores().shared_store(), deadline = stores().deadline(),
                      owner = st_.ctx->owner_id, ttl = st_.ctx->lease_ttl, alive = st_.alive,
                      thread_id](store_job_status why) {
@@ -440,7 +450,7 @@ class agent_logic {
       slot.held.push_back({s, false});
       return;
     }
-    react_thread::prepared_step step = slot.conversation.prepare(*st_.config, s, wall_clock_ms(), st_.ids);
+    react_thread::prepared_step step = slot.conversation.prepare(*st_.config, s, now_ms(), st_.ids);
     if (!step.writes()) {
       take(slot, std::move(step));
       return;
@@ -489,7 +499,7 @@ class agent_logic {
     const std::string thread_id = slot.conversation.history().id();
     if (stores().immediate()) {
       if (auto held = stores().store().load(thread_id); held && held->rev() != slot.conversation.history().rev())
-        slot.conversation = recovered(stores().store(), std::move(*held), st_.ids, wall_clock_ms());
+        slot.conversation = recovered(stores().store(), std::move(*held), st_.ids, now_ms());
     } else {
       reload(slot, thread_id);
     }
@@ -515,7 +525,7 @@ class agent_logic {
                      if (x.context.budget > 0 && x.context.estimated_tokens * 10 >= x.context.budget * 9)
                        st_.ctx->emit(telemetry_kind::context_warning, [&] {
                          return telemetry_event{telemetry_kind::context_warning,
-                                                st_.spec->id,
+                                                st_.id,
                                                 thread_id,
                                                 x.request_id,
                                                 x.call_id,
@@ -527,7 +537,7 @@ class agent_logic {
                        });
                      st_.ctx->emit(telemetry_kind::llm_started, [&] {
                        return telemetry_event{telemetry_kind::llm_started,
-                                              st_.spec->id,
+                                              st_.id,
                                               thread_id,
                                               x.request_id,
                                               x.call_id,
@@ -581,7 +591,7 @@ class agent_logic {
         [x](error_info e) {
           return tool_result{x->call_id, x->tool_call_id, x->tool_name, std::move(e)};
         },
-        executor_retries, x, thread_id, st_.spec->id);
+        executor_retries, x, thread_id, st_.id);
   }
 
   // A call goes to a live executor of the pool, and its answer comes back as
@@ -624,11 +634,11 @@ class agent_logic {
   // Hands waiting tool calls to the executor, at most max_parallel_tools at once.
   void pump_tools(thread_slot& slot) {
     const std::string& thread_id = slot.conversation.history().id();
-    for (tool_exec& x : slot.tools.ready(st_.spec->max_parallel_tools)) {
+    for (tool_exec& x : slot.tools.ready(st_.profile->max_parallel_tools)) {
       if (slot.trace.active()) trace_tool_call(slot.trace, x);
       st_.ctx->emit(telemetry_kind::tool_started, [&] {
         return telemetry_event{telemetry_kind::tool_started,
-                               st_.spec->id,
+                               st_.id,
                                thread_id,
                                x.request_id,
                                x.call_id,
@@ -702,7 +712,7 @@ class agent_logic {
       tool = trace.end_tool(seen.tool_call_id);
     const std::int64_t took_us = seen.ends_model_call ? steady_us() - slot.llm_started_us : 0;
     st_.ctx->emit(seen.kind, [&] {
-      telemetry_event e{seen.kind,        st_.spec->id, slot.conversation.history().id(),
+      telemetry_event e{seen.kind,        st_.id, slot.conversation.history().id(),
                         state.request_id, seen.call_id, seen.tool_call_id,
                         seen.iteration,   took_us,      seen.detail};
       if (trace.record) describe_span(e, trace, s, tool);
@@ -713,7 +723,7 @@ class agent_logic {
   }
 
   void report(telemetry_kind kind, const std::string& thread_id, const std::string& request_id) {
-    st_.ctx->emit(kind, [&] { return telemetry_event{kind, st_.spec->id, thread_id, request_id, {}, {}, 0, 0, {}}; });
+    st_.ctx->emit(kind, [&] { return telemetry_event{kind, st_.id, thread_id, request_id, {}, {}, 0, 0, {}}; });
   }
 
   void finish(thread_slot& slot, reply r) {
@@ -727,7 +737,7 @@ class agent_logic {
                                       : telemetry_kind::request_failed;
       st_.ctx->emit(kind, [&] {
         telemetry_event e{kind,
-                          st_.spec->id,
+                          st_.id,
                           thread_id,
                           r.request_id,
                           {},
@@ -767,20 +777,26 @@ class agent_logic {
 
   static std::int64_t steady_ms() { return steady_us() / 1000; }
 
+  // The time entries and threads are stamped with.
+  std::int64_t now_ms() { return st_.ctx->seed ? st_.logical_ms++ : wall_clock_ms(); }
+
   agent_self self_;
   agent_state& st_;
 };
 
-agent_actor::behavior_type agent_behavior(agent_self self, std::shared_ptr<const agent_spec> spec,
-                                          std::shared_ptr<runtime_context> ctx,
-                                          std::shared_ptr<const react_config> config) {
+agent_actor::behavior_type agent_behavior(agent_self self, agent_launch launch, std::shared_ptr<runtime_context> ctx) {
   auto& st = self->state;
-  st.spec = std::move(spec);
+  st.id = std::move(launch.id);
+  st.profile = std::move(launch.profile);
   st.ctx = std::move(ctx);
-  st.config = std::move(config);
-  st.provider = st.spec->provider ? st.spec->provider : st.ctx->provider;
-  st.executor_key = std::hash<std::string>{}(st.spec->id);
-  st.threads = thread_table<thread_slot>({st.spec->max_loaded_threads, st.spec->thread_idle_timeout});
+  st.config = std::move(launch.config);
+  st.provider = st.profile->provider ? st.profile->provider : st.ctx->provider;
+  st.executor_key = std::hash<std::string>{}(st.id);
+  if (st.ctx->seed) {
+    st.ids = random_ids(*st.ctx->seed ^ st.executor_key);
+    st.logical_ms = seeded_epoch_ms;
+  }
+  st.threads = thread_table<thread_slot>({st.profile->max_loaded_threads, st.profile->thread_idle_timeout});
   return {
       [self](ask_atom, query& q, event_sink_actor& events) -> caf::result<reply> {
         agent_logic l(self);
@@ -825,11 +841,11 @@ agent_actor::behavior_type agent_behavior(agent_self self, std::shared_ptr<const
 
 }  // namespace
 
-std::shared_ptr<const react_config> make_react_config(const agent_spec& spec, const tool_registry& tools) {
+std::shared_ptr<const react_config> make_react_config(const agent_spec& spec, tool_set tools) {
   auto c = std::make_shared<react_config>();
   c->model = spec.model;
   c->system_prompt = spec.system_prompt;
-  c->tools = tools.specs(spec.tools);
+  c->tools = std::move(tools);
   c->max_iterations = spec.max_iterations;
   c->params = spec.params;
   c->tool_timeout_ms = spec.tool_timeout.count();
@@ -838,9 +854,8 @@ std::shared_ptr<const react_config> make_react_config(const agent_spec& spec, co
   return c;
 }
 
-agent_actor spawn_agent_actor(caf::actor_system& sys, std::shared_ptr<const agent_spec> spec,
-                              std::shared_ptr<runtime_context> ctx, std::shared_ptr<const react_config> config) {
-  return sys.spawn(agent_behavior, std::move(spec), std::move(ctx), std::move(config));
+agent_actor spawn_agent_actor(caf::actor_system& sys, const agent_launch& launch, std::shared_ptr<runtime_context> ctx) {
+  return sys.spawn(agent_behavior, launch, std::move(ctx));
 }
 
 }  // namespace troupe

@@ -6,6 +6,7 @@
 // troupe's value types travel as they are (CAF's "unsafe" local message
 // types) instead of being serialised.
 
+#include "actors/agent_launch.hpp"
 #include "actors/agent_spec.hpp"
 #include "actors/runtime.hpp"
 #include "actors/stream_event.hpp"
@@ -21,6 +22,7 @@
 #include <caf/all.hpp>
 
 #include <memory>
+#include <vector>
 
 namespace troupe {
 
@@ -105,8 +107,7 @@ using broker_actor =
 
 // Starts and restarts agents (see supervisor.hpp).
 using supervisor_actor =
-    caf::typed_actor<caf::replies_to<spawn_atom, std::shared_ptr<const agent_spec>,
-                                     std::shared_ptr<const react_config>>::with<agent_actor>,
+    caf::typed_actor<caf::replies_to<spawn_atom, std::shared_ptr<const std::vector<agent_launch>>>::with<std::size_t>,
                      caf::replies_to<stop_atom, std::string>::with<bool>, caf::replies_to<shutdown_atom>::with<bool>>;
 
 }  // namespace troupe
@@ -126,7 +127,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::commit_outcome)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::stored_thread)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const troupe::llm_stream>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const troupe::tool_exec>)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const troupe::agent_spec>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const std::vector<troupe::agent_launch>>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<troupe::llm_provider>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const troupe::react_config>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<troupe::request::state>)

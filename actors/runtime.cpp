@@ -16,6 +16,7 @@
 
 #include <cstring>
 #include <thread>
+#include <unordered_set>
 
 namespace troupe {
 
@@ -114,6 +115,7 @@ runtime::impl::impl(runtime_options o) : options(std::move(o)) {
   ctx->workers = std::make_unique<worker_pool>(options.tool_workers, options.max_queued_tool_jobs);
   ctx->max_restarts = options.max_restarts;
   ctx->restart_window = options.restart_window;
+  ctx->seed = options.seed;
 
   // Pools replace a member that dies; the factories hold the context weakly
   // (members hold it strongly, and the pools live in it).
@@ -226,17 +228,45 @@ runtime::~runtime() {
 tool_registry& runtime::tools() { return impl_->ctx->tools; }
 
 agent runtime::spawn_agent(agent_spec spec) {
-  if (spec.id.empty()) spec.id = random_ids().next("agent");
-  if (!spec.provider && !impl_->ctx->provider)
-    throw std::invalid_argument("agent " + spec.id + " has no model provider, and the runtime has none");
-  auto config = make_react_config(spec, impl_->ctx->tools);
-  auto shared_spec = std::make_shared<const agent_spec>(std::move(spec));
+  std::vector<agent_spec> one;
+  one.push_back(std::move(spec));
+  return std::move(spawn_agents(std::move(one)).front());
+}
+
+std::vector<agent> runtime::spawn_agents(std::vector<agent_spec> specs) {
+  auto launches = std::make_shared<std::vector<agent_launch>>();
+  launches->reserve(specs.size());
+  std::unordered_set<std::string_view> ids;
+  ids.reserve(specs.size());
+  const agent_spec* previous = nullptr;
+  for (agent_spec& spec : specs) {
+    if (spec.id.empty()) spec.id = random_ids().next("agent");
+    if (!ids.insert(spec.id).second) throw std::invalid_argument("agent " + spec.id + " is given twice");
+    if (!spec.provider && !impl_->ctx->provider)
+      throw std::invalid_argument("agent " + spec.id + " has no model provider, and the runtime has none");
+    // Agents spawned together mostly differ in id and prompt: what they have
+    // in common is held once.
+    const agent_launch* last = previous ? &launches->back() : nullptr;
+    auto config = make_react_config(spec, last && spec.tools == previous->tools ? last->config->tools
+                                                                                : impl_->ctx->tools.specs(spec.tools));
+    auto profile = std::make_shared<const agent_profile>(spec);
+    if (last && *profile == *last->profile) profile = last->profile;
+    launches->push_back(agent_launch{spec.id, std::move(profile), std::move(config)});
+    previous = &spec;
+  }
   caf::scoped_actor self{*impl_->system};
   std::string error;
-  self->request(impl_->supervisor, std::chrono::seconds(10), spawn_atom::value, shared_spec, config)
-      .receive([](const agent_actor&) {}, [&](caf::error& e) { error = impl_->system->render(e); });
-  if (!error.empty()) throw std::invalid_argument("cannot start agent " + shared_spec->id + ": " + error);
-  return agent(impl_ref_, shared_spec->id);
+  self->request(impl_->supervisor, caf::infinite, spawn_atom::value,
+                std::shared_ptr<const std::vector<agent_launch>>(launches))
+      .receive([](std::size_t) {}, [&](caf::error& e) { error = impl_->system->render(e); });
+  if (!error.empty())
+    throw std::invalid_argument(
+        (specs.size() == 1 ? "cannot start agent " + specs.front().id : std::string("cannot start the agents")) +
+        ": " + error);
+  std::vector<agent> out;
+  out.reserve(specs.size());
+  for (agent_spec& spec : specs) out.emplace_back(impl_ref_, std::move(spec.id));
+  return out;
 }
 
 std::optional<agent> runtime::find_agent(const std::string& id) const {

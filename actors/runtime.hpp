@@ -56,6 +56,14 @@ struct runtime_options {
   // OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set
   // and OTEL_SDK_DISABLED is not true (runtime/telemetry/otlp_exporter.hpp).
   bool traces_from_environment = true;
+  // Set: runs that repeat to the byte. Each agent draws its ids (entries,
+  // model calls, spans) from a source seeded from this and its own id, and
+  // stamps its entries and threads with a logical clock of its own (from
+  // 2026-01-01T00:00:00Z, one millisecond per reading) instead of the wall
+  // clock. Request ids the runtime makes up stay random: give them in
+  // ask_options::request_id. Thread contents then depend only on what each
+  // agent is asked, in which order, and on the model's and tools' answers.
+  std::optional<std::uint64_t> seed{};
   // What shutdown() may spend delivering the spans the sinks still hold.
   std::chrono::milliseconds telemetry_flush_timeout{5'000};
 };
@@ -147,6 +155,12 @@ class runtime {
   // Starts an agent under the supervisor. Throws std::invalid_argument for an
   // unknown tool or an id already running.
   agent spawn_agent(agent_spec spec);
+  // Starts many agents with one message to the supervisor (spawn_agent
+  // waits for a round trip per agent), in the order given. All or none:
+  // throws std::invalid_argument, and starts none, if one of them would not
+  // start. Agents whose limits are the same share them, and so do agents
+  // with the same tools their tool list.
+  std::vector<agent> spawn_agents(std::vector<agent_spec> specs);
   std::optional<agent> find_agent(const std::string& id) const;
   std::vector<std::string> agent_ids() const;
 

@@ -60,6 +60,14 @@ class agent_directory {
     if (it == agents_.end()) return std::nullopt;
     return it->second;
   }
+  void reserve(std::size_t n) {
+    std::lock_guard lock(mutex_);
+    agents_.reserve(n);
+  }
+  std::size_t size() const {
+    std::lock_guard lock(mutex_);
+    return agents_.size();
+  }
   std::vector<std::string> ids() const {
     std::lock_guard lock(mutex_);
     std::vector<std::string> out;
@@ -88,6 +96,7 @@ struct runtime_context {
   agent_directory agents;
   int max_restarts = 3;
   std::chrono::milliseconds restart_window{5'000};
+  std::optional<std::uint64_t> seed;  // runtime_options::seed
   std::atomic<bool> shutting_down{false};
   // What the sink asked of events, read once: whether requests get span ids
   // and span details, and whether message content goes with them.

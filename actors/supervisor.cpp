@@ -1,6 +1,7 @@
 #include "actors/supervisor.hpp"
 
 #include "actors/agent_actor.hpp"
+#include "actors/agent_launch.hpp"
 
 #include <chrono>
 #include <unordered_map>
@@ -13,7 +14,7 @@ namespace {
 using steady = std::chrono::steady_clock;
 
 struct child {
-  std::shared_ptr<const agent_spec> spec;
+  std::shared_ptr<const agent_profile> profile;
   std::shared_ptr<const react_config> config;
   agent_actor actor;
   // Restarts within the window. A vector: an empty std::deque allocates
@@ -27,18 +28,20 @@ struct supervisor_state {
   static inline const char* name = "troupe.supervisor";
   std::shared_ptr<runtime_context> ctx;
   std::unordered_map<std::string, child> agents;
-  std::unordered_map<caf::actor_addr, std::string> agent_of;
+  // The id each running agent has: the key of its entry in `agents` (node
+  // based, so the key stays where it is while the entry lives).
+  std::unordered_map<caf::actor_addr, const std::string*> agent_of;
   std::vector<caf::response_promise> shutdown_waiters;
   bool shutting_down = false;
 };
 
 using supervisor_self = supervisor_actor::stateful_pointer<supervisor_state>;
 
-void start_agent(supervisor_self self, child& c) {
-  c.actor = spawn_agent_actor(self->system(), c.spec, self->state.ctx, c.config);
+void start_agent(supervisor_self self, const std::string& id, child& c) {
+  c.actor = spawn_agent_actor(self->system(), agent_launch{id, c.profile, c.config}, self->state.ctx);
   self->monitor(c.actor);
-  self->state.agent_of[c.actor.address()] = c.spec->id;
-  self->state.ctx->agents.put(c.spec->id, c.actor, c.spec->request_deadline);
+  self->state.agent_of[c.actor.address()] = &id;
+  self->state.ctx->agents.put(id, c.actor, c.profile->request_deadline);
 }
 
 void maybe_finish_shutdown(supervisor_self self) {
@@ -59,7 +62,7 @@ void on_agent_down(supervisor_self self, const std::string& id, const caf::error
     st.ctx->emit(telemetry_kind::agent_crashed,
                  [&] { return telemetry_event{telemetry_kind::agent_crashed, id, {}, {}, {}, {}, 0, 0, why}; });
 
-  const restart_policy policy = c.spec->restart;
+  const restart_policy policy = c.profile->restart;
   const bool restart = !c.stopping && !st.shutting_down &&
                        (policy == restart_policy::permanent || (policy == restart_policy::transient && crashed));
   if (!restart) {
@@ -82,7 +85,7 @@ void on_agent_down(supervisor_self self, const std::string& id, const caf::error
     return;
   }
   c.restarts.push_back(now);
-  start_agent(self, c);
+  start_agent(self, it->first, c);
   st.ctx->emit(telemetry_kind::agent_restarted,
                [&] { return telemetry_event{telemetry_kind::agent_restarted, id, {}, {}, {}, {}, 0, 0, why}; });
 }
@@ -92,23 +95,30 @@ supervisor_actor::behavior_type supervisor(supervisor_self self, std::shared_ptr
   self->set_down_handler([self](caf::down_msg& m) {
     auto& st = self->state;
     if (auto a = st.agent_of.find(m.source); a != st.agent_of.end()) {
-      const std::string id = a->second;
+      const std::string id = *a->second;
       st.agent_of.erase(a);
       on_agent_down(self, id, m.reason);
     }
   });
   return {
-      [self](spawn_atom, std::shared_ptr<const agent_spec> spec,
-             std::shared_ptr<const react_config> config) -> caf::result<agent_actor> {
+      [self](spawn_atom, std::shared_ptr<const std::vector<agent_launch>> batch) -> caf::result<std::size_t> {
         auto& st = self->state;
         if (st.shutting_down) return caf::make_error(caf::sec::runtime_error, "the runtime is shutting down");
-        if (st.agents.count(spec->id))
-          return caf::make_error(caf::sec::runtime_error, "an agent named " + spec->id + " is running");
-        child& c = st.agents[spec->id];
-        c.spec = std::move(spec);
-        c.config = std::move(config);
-        start_agent(self, c);
-        return c.actor;
+        // All or none: checked before any starts.
+        for (const agent_launch& l : *batch)
+          if (st.agents.count(l.id))
+            return caf::make_error(caf::sec::runtime_error, "an agent named " + l.id + " is running");
+        const std::size_t total = st.agents.size() + batch->size();
+        st.agents.reserve(total);
+        st.agent_of.reserve(total);
+        st.ctx->agents.reserve(total);
+        for (const agent_launch& l : *batch) {
+          auto [it, _] = st.agents.try_emplace(l.id);
+          it->second.profile = l.profile;
+          it->second.config = l.config;
+          start_agent(self, it->first, it->second);
+        }
+        return batch->size();
       },
       [self](stop_atom, const std::string& id) -> caf::result<bool> {
         auto it = self->state.agents.find(id);

@@ -7,7 +7,7 @@
 // restart_window per agent; past that the agent is given up on, its failure
 // reported (telemetry agent.escalated) and asks to it are refused.
 //
-//   (spawn_atom, spec, config) -> agent_actor     start an agent
+//   (spawn_atom, launches)     -> size_t          start agents (all or none)
 //   (stop_atom, agent_id)      -> bool            stop one for good; answers once it is down
 //   (shutdown_atom)            -> bool            stop all agents, answer when they are down
 

@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 
 #include <unistd.h>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -44,15 +45,28 @@ int run_simulate(simulation_options options, const model_options& model, const s
   std::signal(SIGINT, on_sigint);
 
   simulation_progress progress;
-  const bool show_progress = !as_json && isatty(STDERR_FILENO);
+  // Only for a person watching: a terminal, whatever stdout is.
+  const bool show_progress = isatty(STDERR_FILENO);
   const std::size_t total = options.agents * options.turns;
+  auto last_tick = std::chrono::steady_clock::now();
+  std::size_t last_done = 0;
+  double turns_per_second = 0;
   auto tick = [&] {
     if (!show_progress) return;
-    std::fprintf(stderr, "\r%zu / %zu turns completed, %zu failed", progress.completed.load(), total,
-                 progress.failed.load());
+    const auto now = std::chrono::steady_clock::now();
+    const std::size_t done = progress.completed.load() + progress.failed.load();
+    const double dt = std::chrono::duration<double>(now - last_tick).count();
+    if (dt >= 0.5) {  // steadier than the rate of one 200 ms tick
+      turns_per_second = static_cast<double>(done - last_done) / dt;
+      last_tick = now;
+      last_done = done;
+    }
+    std::fprintf(stderr, "\r%zu / %zu agents spawned, %zu / %zu turns done (%zu failed), %.0f turns/s, RSS %.0f MiB  ",
+                 progress.spawned.load(), options.agents, done, total, progress.failed.load(), turns_per_second,
+                 static_cast<double>(current_rss_bytes()) / (1024 * 1024));
   };
   const simulation_report r = run_simulation(options, progress, tick);
-  if (show_progress) std::fprintf(stderr, "\r%80s\r", "");
+  if (show_progress) std::fprintf(stderr, "\r%120s\r", "");
 
   if (as_json) {
     boost::json::object errors;

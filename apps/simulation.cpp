@@ -1,6 +1,7 @@
 #include "apps/simulation.hpp"
 
 #include "runtime/llm/scripted_provider.hpp"
+#include "runtime/random_ids.hpp"
 #include "runtime/tools/builtin_tools.hpp"
 
 #include <algorithm>
@@ -49,6 +50,11 @@ std::string fill(std::string text, std::size_t agent, std::size_t turn) {
   replace("{agent}", std::to_string(agent));
   replace("{turn}", std::to_string(turn));
   return text;
+}
+
+// A request id that depends only on the run's seed, the agent and the turn.
+std::string seeded_request_id(std::uint64_t seed, std::size_t agent, std::size_t turn) {
+  return random_ids(seed + agent * 0x9e3779b97f4a7c15ULL + turn).next("req");
 }
 
 latency_summary summarize(std::vector<double> ms) {
@@ -182,6 +188,7 @@ class driver {
           if (const auto* d = std::get_if<delta_event>(&e); d && !d->text.empty() && !*first_token)
             *first_token = std::chrono::duration<double, std::milli>(clk::now() - *started).count();
         };
+      if (o_.seed) opts.request_id = seeded_request_id(*o_.seed, a, turn);
       opts.on_reply = [this, a, started, first_token](const reply& r) { finished(a, r, *started, *first_token); };
       request r = agents_[a].ask(fill(o_.question, a, turn), std::move(opts));
       std::lock_guard lock(mutex_);
@@ -250,7 +257,8 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
   auto owned_rt = std::make_unique<runtime>(runtime_options{.provider = model,
               .store = options.store,
               .telemetry = model_time,
-              .scheduler_threads = options.scheduler_threads});
+              .scheduler_threads = options.scheduler_threads,
+              .seed = options.seed});
   runtime& rt = *owned_rt;
 
   std::vector<std::string> tools = options.tools;
@@ -277,17 +285,25 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
   const auto spawn_started = clk::now();
   std::vector<agent> agents;
   agents.reserve(options.agents);
-  for (std::size_t i = 0; i < options.agents; ++i) {
-    agent_spec spec;
-    spec.id = "sim-" + std::to_string(i);
-    spec.model = options.model;
-    spec.system_prompt = fill(
-        options.system_prompt.empty() && scripted ? "You are simulated agent {agent}." : options.system_prompt, i, 0);
-    spec.tools = tools;
-    spec.max_iterations = options.max_iterations;
-    spec.context = options.context;
-    agents.push_back(rt.spawn_agent(std::move(spec)));
-    progress.spawned.fetch_add(1, std::memory_order_relaxed);
+  // In batches, one message to the supervisor each; the progress line moves
+  // between them.
+  constexpr std::size_t batch = 10'000;
+  for (std::size_t first = 0; first < options.agents; first += batch) {
+    std::vector<agent_spec> specs;
+    specs.reserve(std::min(batch, options.agents - first));
+    for (std::size_t i = first; i < options.agents && i < first + batch; ++i) {
+      agent_spec& spec = specs.emplace_back();
+      spec.id = "sim-" + std::to_string(i);
+      spec.model = options.model;
+      spec.system_prompt = fill(
+          options.system_prompt.empty() && scripted ? "You are simulated agent {agent}." : options.system_prompt, i, 0);
+      spec.tools = tools;
+      spec.max_iterations = options.max_iterations;
+      spec.context = options.context;
+    }
+    for (agent& a : rt.spawn_agents(std::move(specs))) agents.push_back(std::move(a));
+    progress.spawned.store(agents.size(), std::memory_order_relaxed);
+    if (on_tick) on_tick();
   }
   const double spawn_seconds = std::chrono::duration<double>(clk::now() - spawn_started).count();
 

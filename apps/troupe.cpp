@@ -1,7 +1,7 @@
 // The troupe command:
 //   troupe ask [options] QUESTION      one question, the answer streamed (or --json)
 //   troupe chat [options]              a conversation; scriptable through stdin
-//   troupe simulate --agents N --turns M [model options] [--concurrency C] [--json]
+//   troupe simulate --agents N --turns M [model options] [--concurrency C] [--seed N] [--json]
 //   troupe threads list|show ID|fork ID --at SEQ|delete ID [--store URI] [--json]
 //   troupe conversations list --user U|show ID|trace ID|archive ID|delete ID [--store URI] [--json]
 
@@ -50,6 +50,11 @@ int main(int argc, char** argv) {
   simulate->add_option("--threads", sim.scheduler_threads, "Scheduler threads (0: one per core)")
       ->capture_default_str();
   simulate->add_flag("--json", sim_json, "Print one JSON object with the totals instead of text");
+  std::uint64_t sim_seed = 0;
+  CLI::Option* seed_option = simulate->add_option(
+      "--seed", sim_seed,
+      "Make the run reproducible: the same ids and thread contents, byte for byte, run to run (entries are "
+      "stamped by a logical clock per agent instead of the wall clock)");
   std::string sim_store = "memory:";
   simulate
       ->add_option("--store", sim_store,
@@ -65,7 +70,10 @@ int main(int argc, char** argv) {
   try {
     if (ask->parsed()) return run_ask(ask_opts, question, ask_json);
     if (chat->parsed()) return run_chat(chat_opts);
-    if (simulate->parsed()) return run_simulate(sim, sim_model, sim_store, sim_json);
+    if (simulate->parsed()) {
+      if (seed_option->count()) sim.seed = sim_seed;
+      return run_simulate(sim, sim_model, sim_store, sim_json);
+    }
     if (threads->parsed()) return run_threads(threads_opts);
     if (conversations->parsed()) return run_conversations(conversations_opts);
   } catch (const usage_error& e) {
