@@ -14,7 +14,6 @@
 #include "signals/overloaded.hpp"
 
 #include <atomic>
-#include <deque>
 #include <optional>
 #include <unordered_map>
 
@@ -71,7 +70,7 @@ struct thread_slot {
   std::optional<react_thread::prepared_step> pending;  // the step being committed
   std::optional<thread_lease> lease;                   // with a store that keeps leases
   std::uint64_t commit_no = 0;                         // which commit `pending` is
-  std::deque<held_signal> held;
+  std::vector<held_signal> held;  // not a deque: an empty one allocates about 600 bytes
   request_trace trace;  // the running request's spans
 
   bool idle() const {
@@ -429,7 +428,7 @@ class agent_logic {
   void release_held(thread_slot& slot) {
     while (slot.phase == slot_phase::ready && !slot.held.empty()) {
       held_signal h = std::move(slot.held.front());
-      slot.held.pop_front();
+      slot.held.erase(slot.held.begin());
       if (h.from_executor) {
         handle_signal(slot, h.s);
       } else {

@@ -42,6 +42,7 @@ using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using loaded_atom = caf::atom_constant<caf::atom("loaded")>;
 using committed_atom = caf::atom_constant<caf::atom("committed")>;
 using viewed_atom = caf::atom_constant<caf::atom("viewed")>;
+using all_down_atom = caf::atom_constant<caf::atom("alldown")>;
 
 // What a store thread answers an agent with: a thread loaded (and repaired),
 // the outcome of a commit, a thread read for a snapshot.
@@ -108,7 +109,9 @@ using broker_actor =
 // Starts and restarts agents (see supervisor.hpp).
 using supervisor_actor =
     caf::typed_actor<caf::replies_to<spawn_atom, std::shared_ptr<const std::vector<agent_launch>>>::with<std::size_t>,
-                     caf::replies_to<stop_atom, std::string>::with<bool>, caf::replies_to<shutdown_atom>::with<bool>>;
+                     caf::replies_to<stop_atom, std::string>::with<bool>,
+                     caf::replies_to<shutdown_atom>::with<std::vector<agent_actor>>,
+                     caf::replies_to<done_atom>::with<bool>, caf::reacts_to<all_down_atom>>;
 
 }  // namespace troupe
 

@@ -149,8 +149,15 @@ void runtime::impl::shutdown() {
   {
     // A scoped actor counts as running: it must be gone before the wait below.
     caf::scoped_actor self{*system};
-    // Agents first, so that their last replies reach the brokers...
-    self->request(supervisor, std::chrono::seconds(30), shutdown_atom::value).receive([](bool) {}, [](caf::error&) {});
+    std::vector<agent_actor> agents;
+    self->request(supervisor, std::chrono::seconds(30), shutdown_atom::value)
+        .receive([&](std::vector<agent_actor>& all) { agents = std::move(all); }, [](caf::error&) {});
+    // Agents first, so that their last replies reach the brokers: sent from
+    // here, the stops spread over the scheduler's threads (supervisor.hpp).
+    const auto patience = std::chrono::seconds(30) + std::chrono::microseconds(50) * agents.size();
+    for (auto& a : agents) caf::anon_send(a, stop_atom::value);
+    agents.clear();
+    self->request(supervisor, patience, done_atom::value).receive([](bool) {}, [](caf::error&) {});
     // ...then the brokers fail whatever is still waiting.
     for (auto& b : brokers.close())
       self->request(b, std::chrono::seconds(30), shutdown_atom::value).receive([](bool) {}, [](caf::error&) {});

@@ -60,6 +60,10 @@ class agent_directory {
     if (it == agents_.end()) return std::nullopt;
     return it->second;
   }
+  void clear() {
+    std::lock_guard lock(mutex_);
+    agents_.clear();
+  }
   void reserve(std::size_t n) {
     std::lock_guard lock(mutex_);
     agents_.reserve(n);

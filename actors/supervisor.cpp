@@ -3,6 +3,7 @@
 #include "actors/agent_actor.hpp"
 #include "actors/agent_launch.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <unordered_map>
 #include <vector>
@@ -33,6 +34,7 @@ struct supervisor_state {
   std::unordered_map<caf::actor_addr, const std::string*> agent_of;
   std::vector<caf::response_promise> shutdown_waiters;
   bool shutting_down = false;
+  std::shared_ptr<std::atomic<std::size_t>> agents_left;  // while shutting down
 };
 
 using supervisor_self = supervisor_actor::stateful_pointer<supervisor_state>;
@@ -128,10 +130,42 @@ supervisor_actor::behavior_type supervisor(supervisor_self self, std::shared_ptr
         it->second.stop_waiters.push_back(self->make_response_promise());
         return caf::delegated<bool>();
       },
-      [self](shutdown_atom) -> caf::result<bool> {
+      [self](shutdown_atom) -> std::vector<agent_actor> {
         auto& st = self->state;
+        std::vector<agent_actor> out;
+        if (st.shutting_down) return out;
         st.shutting_down = true;
-        for (auto& [id, c] : st.agents) self->send(c.actor, stop_atom::value);
+        // Agents stopping for good are not restarted, so the supervisor
+        // need not hear of each: a down message apiece, each an erase from
+        // three tables, made the supervisor the bottleneck of a large
+        // shutdown. They count themselves down instead, and the last one
+        // tells it (a functor attached to an actor that is gone already
+        // runs at once).
+        st.agents_left = std::make_shared<std::atomic<std::size_t>>(st.agents.size() + 1);
+        auto me = caf::actor_cast<supervisor_actor>(self);
+        auto count_down = [left = st.agents_left, me] {
+          if (left->fetch_sub(1) == 1) caf::anon_send(me, all_down_atom::value);
+        };
+        out.reserve(st.agents.size());
+        for (auto& [id, c] : st.agents) {
+          self->demonitor(c.actor.address());
+          c.actor->attach_functor(count_down);
+          out.push_back(c.actor);
+        }
+        st.agent_of.clear();
+        count_down();  // the one for the supervisor itself: none may reach zero before all are attached
+        return out;
+      },
+      [self](all_down_atom) {
+        auto& st = self->state;
+        for (auto& [id, c] : st.agents)
+          for (auto& p : c.stop_waiters) p.deliver(true);
+        st.ctx->agents.clear();
+        st.agents.clear();
+        maybe_finish_shutdown(self);
+      },
+      [self](done_atom) -> caf::result<bool> {
+        auto& st = self->state;
         if (st.agents.empty()) return true;
         st.shutdown_waiters.push_back(self->make_response_promise());
         return caf::delegated<bool>();

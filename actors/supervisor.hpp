@@ -9,7 +9,13 @@
 //
 //   (spawn_atom, launches)     -> size_t          start agents (all or none)
 //   (stop_atom, agent_id)      -> bool            stop one for good; answers once it is down
-//   (shutdown_atom)            -> bool            stop all agents, answer when they are down
+//   (shutdown_atom)            -> agents          stop supervising: the caller stops these
+//   (done_atom)                -> bool            answered once they are all down
+//   (all_down_atom)                               (its own: the last of them is down)
+//
+// The caller sends the stops from its own thread: sent by an actor, they
+// would all queue on that actor's scheduler thread and reach the others
+// one steal at a time (five times slower for 100,000 agents on two cores).
 
 #include "actors/runtime_context.hpp"
 #include "strategy/react_config.hpp"

@@ -44,8 +44,9 @@ class thread_table {
   }
 
   Slot& insert(const std::string& thread_id, Slot slot, std::int64_t now_ms) {
-    lru_.push_back(thread_id);
-    auto [it, _] = slots_.emplace(thread_id, entry{std::move(slot), std::prev(lru_.end()), now_ms});
+    auto [it, _] = slots_.emplace(thread_id, entry{std::move(slot), lru_.end(), now_ms});
+    lru_.push_back(&it->first);
+    it->second.at = std::prev(lru_.end());
     return it->second.slot;
   }
 
@@ -65,7 +66,7 @@ class thread_table {
   void evict(std::int64_t now_ms, OnUnload&& on_unload) {
     const std::int64_t idle_ms = limits_.idle_after.count();
     for (auto at = lru_.begin(); at != lru_.end();) {
-      auto it = slots_.find(*at);
+      auto it = slots_.find(**at);
       const bool too_many = slots_.size() > limits_.max_loaded;
       const bool expired = now_ms - it->second.last_used_ms > idle_ms;
       if (!too_many && !expired) break;  // the rest were used more recently
@@ -73,7 +74,7 @@ class thread_table {
         ++at;
         continue;
       }
-      const std::string id = *at;
+      const std::string id = **at;
       on_unload(id, it->second.slot);
       at = lru_.erase(at);
       slots_.erase(it);
@@ -97,12 +98,12 @@ class thread_table {
  private:
   struct entry {
     Slot slot;
-    std::list<std::string>::iterator at;
+    std::list<const std::string*>::iterator at;
     std::int64_t last_used_ms;
   };
   thread_limits limits_;
   std::unordered_map<std::string, entry> slots_;  // node-based: references stay valid
-  std::list<std::string> lru_;                    // least recently used first
+  std::list<const std::string*> lru_;  // keys of slots_, least recently used first
 };
 
 }  // namespace troupe

@@ -193,6 +193,58 @@ TEST_CASE("shutting down ends requests in flight with a shutdown error") {
   CHECK(error_type_of(must_reply(a.ask("after"))) == "shutdown");
 }
 
+TEST_CASE("shutting down stops agents that would be restarted, without restarting them") {
+  auto sink = std::make_shared<recording_sink>();
+  auto model = std::make_shared<scripted_provider>([](const llm_stream&) { return stalls(); });
+  runtime rt({.provider = model, .telemetry = sink});
+  std::vector<agent_spec> specs;
+  for (int i = 0; i < 50; ++i)
+    specs.push_back({.id = "p" + std::to_string(i), .model = "m", .restart = restart_policy::permanent});
+  std::vector<agent> agents = rt.spawn_agents(std::move(specs));
+  request running = agents[7].ask("one");
+  rt.shutdown();
+  CHECK(error_type_of(must_reply(running)) == "shutdown");
+  CHECK(sink->count(telemetry_kind::agent_restarted) == 0);
+  CHECK(rt.agent_ids().empty());
+  for (const agent& a : agents) CHECK(!a.running());
+}
+
+TEST_CASE("agents spawned in one batch") {
+  auto model = std::make_shared<scripted_provider>(
+      [](const llm_stream& s) { return scripted_reply::text("I am " + s.messages.front().content); });
+  runtime rt({.provider = model});
+
+  SECTION("each answer as itself, in the order given") {
+    std::vector<agent_spec> specs;
+    for (int i = 0; i < 3; ++i)
+      specs.push_back({.id = "b" + std::to_string(i), .model = "m", .system_prompt = "agent " + std::to_string(i)});
+    const std::vector<agent> agents = rt.spawn_agents(std::move(specs));
+    REQUIRE(agents.size() == 3);
+    for (int i = 0; i < 3; ++i) {
+      CHECK(agents[i].id() == "b" + std::to_string(i));
+      CHECK(answer_of(must_reply(agents[i].ask("who are you?"))) == "I am agent " + std::to_string(i));
+    }
+  }
+  SECTION("a batch naming an agent already running starts none of its agents") {
+    rt.spawn_agent({.id = "taken", .model = "m"});
+    std::vector<agent_spec> specs{{.id = "fresh", .model = "m"}, {.id = "taken", .model = "m"}};
+    CHECK_THROWS_AS(rt.spawn_agents(std::move(specs)), std::invalid_argument);
+    CHECK(!rt.find_agent("fresh"));
+  }
+  SECTION("a batch naming one agent twice starts none of its agents") {
+    std::vector<agent_spec> specs{{.id = "twin", .model = "m"}, {.id = "other", .model = "m"},
+                                  {.id = "twin", .model = "m"}};
+    CHECK_THROWS_AS(rt.spawn_agents(std::move(specs)), std::invalid_argument);
+    CHECK(!rt.find_agent("twin"));
+    CHECK(!rt.find_agent("other"));
+  }
+  SECTION("a batch with an unknown tool starts none of its agents") {
+    std::vector<agent_spec> specs{{.id = "fine", .model = "m"}, {.id = "odd", .model = "m", .tools = {"nope"}}};
+    CHECK_THROWS_AS(rt.spawn_agents(std::move(specs)), std::invalid_argument);
+    CHECK(!rt.find_agent("fine"));
+  }
+}
+
 TEST_CASE("telemetry reports a request with its correlation ids") {
   auto sink = std::make_shared<recording_sink>();
   auto model = std::make_shared<scripted_provider>(

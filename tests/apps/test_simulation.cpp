@@ -1,5 +1,9 @@
 #include "apps/simulation.hpp"
 
+#include "runtime/store/memory_store.hpp"
+#include "signals/json_text.hpp"
+#include "strategy/thread_json.hpp"
+
 #include <catch2/catch.hpp>
 
 using namespace troupe;
@@ -32,6 +36,48 @@ TEST_CASE("a simulation of no turns ends at once, however many agents") {
   CHECK(r.turns_completed == 0);
   CHECK(r.turns_failed == 0);
   CHECK(r.llm_calls == 0);
+}
+
+namespace {
+
+// Every agent's thread, as the JSON the CLI prints, one after another.
+std::string threads_of(memory_store& store, std::size_t agents) {
+  std::string out;
+  for (std::size_t i = 0; i < agents; ++i) {
+    auto t = store.load("sim-" + std::to_string(i) + ":default");
+    REQUIRE(t.has_value());
+    out += json_text(to_json(thread_view(*t))) + "\n";
+  }
+  return out;
+}
+
+std::string seeded_run(std::optional<std::uint64_t> seed) {
+  auto store = std::make_shared<memory_store>();
+  simulation_options o{.agents = 30, .turns = 2, .tools_per_turn = 1};
+  o.store = store;
+  o.seed = seed;
+  simulation_progress progress;
+  const simulation_report r = run_simulation(o, progress);
+  REQUIRE(r.turns_completed == 60);
+  return threads_of(*store, 30);
+}
+
+}  // namespace
+
+TEST_CASE("a seeded simulation repeats to the byte") {
+  const std::string first = seeded_run(7);
+  SECTION("the same seed: the same ids, times and contents") { CHECK(seeded_run(7) == first); }
+  SECTION("another seed: other ids") { CHECK(seeded_run(8) != first); }
+  SECTION("no seed: other ids and times") { CHECK(seeded_run(std::nullopt) != first); }
+}
+
+TEST_CASE("a simulation reports its spawn and teardown times and the memory its agents hold") {
+  simulation_progress progress;
+  const simulation_report r = run_simulation({.agents = 500, .turns = 1}, progress);
+  CHECK(progress.spawned == 500);
+  CHECK(r.spawn_seconds > 0);
+  CHECK(r.teardown_seconds > 0);
+  CHECK(r.rss_bytes_after > 0);
 }
 
 // Against a model server: the test suite's local HTTP server.
