@@ -14,6 +14,7 @@
 #include "signals/overloaded.hpp"
 
 #include <atomic>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 
@@ -67,11 +68,13 @@ struct thread_slot {
   tool_parallelism tools;
   std::int64_t llm_started_us = 0;
   slot_phase phase;
-  std::optional<react_thread::prepared_step> pending;  // the step being committed
+  // The step being committed, and the running request's spans: each held
+  // apart, since a thread in memory mostly has neither (a step is large).
+  std::unique_ptr<react_thread::prepared_step> pending;
   std::optional<thread_lease> lease;                   // with a store that keeps leases
   std::uint64_t commit_no = 0;                         // which commit `pending` is
   std::vector<held_signal> held;  // not a deque: an empty one allocates about 600 bytes
-  request_trace trace;  // the running request's spans
+  std::unique_ptr<request_trace> trace;  // null: the running request is not traced
 
   bool idle() const {
     return phase == slot_phase::ready && held.empty() && asks.idle() && conversation.state().summary_call_id.empty();
@@ -314,8 +317,10 @@ class agent_logic {
   void start(thread_slot& slot, query q, asker from) {
     slot.asks.begin(q.request_id);
     slot.running = std::move(from);
-    slot.trace = start_request_trace(q.traceparent, st_.ctx->record_spans, st_.ids);
-    if (slot.trace.record && st_.ctx->record_content) slot.trace.question = q.text;
+    if (request_trace t = start_request_trace(q.traceparent, st_.ctx->record_spans, st_.ids); t.active()) {
+      if (t.record && st_.ctx->record_content) t.question = q.text;
+      slot.trace = std::make_unique<request_trace>(std::move(t));
+    }
     report(telemetry_kind::request_started, q.thread_id, q.request_id);
     // A lease that ran out while the thread sat idle may have been taken by
     // another process, which may have written since: take it again, and
@@ -464,7 +469,7 @@ class agent_logic {
     }
     const std::uint64_t rev_before = step.rev_before;
     thread_view next = *step.next;
-    slot.pending = std::move(step);
+    slot.pending = std::make_unique<react_thread::prepared_step>(std::move(step));
     slot.phase = slot_phase::committing;
     const std::uint64_t no = ++slot.commit_no;
     // Every commit renews the lease it is made under.
@@ -519,7 +524,7 @@ class agent_logic {
     std::visit(
         overloaded{[&](llm_stream& x) {
                      slot.llm_started_us = steady_us();
-                     if (slot.trace.active()) trace_model_call(slot.trace, x);
+                     if (slot.trace) trace_model_call(*slot.trace, x);
                      // Near the budget: a sign the policy or the conversation needs attention.
                      if (x.context.budget > 0 && x.context.estimated_tokens * 10 >= x.context.budget * 9)
                        st_.ctx->emit(telemetry_kind::context_warning, [&] {
@@ -634,7 +639,7 @@ class agent_logic {
   void pump_tools(thread_slot& slot) {
     const std::string& thread_id = slot.conversation.history().id();
     for (tool_exec& x : slot.tools.ready(st_.profile->max_parallel_tools)) {
-      if (slot.trace.active()) trace_tool_call(slot.trace, x);
+      if (slot.trace) trace_tool_call(*slot.trace, x);
       st_.ctx->emit(telemetry_kind::tool_started, [&] {
         return telemetry_event{telemetry_kind::tool_started,
                                st_.id,
@@ -703,18 +708,18 @@ class agent_logic {
 
   void report(thread_slot& slot, observation seen, const signal& s) {
     const react_state& state = slot.conversation.state();
-    request_trace& trace = slot.trace;
-    if (trace.record && seen.kind == telemetry_kind::llm_delta && trace.first_chunk_us < 0)
-      trace.first_chunk_us = steady_us() - slot.llm_started_us;
+    request_trace* trace = slot.trace && slot.trace->record ? slot.trace.get() : nullptr;
+    if (trace && seen.kind == telemetry_kind::llm_delta && trace->first_chunk_us < 0)
+      trace->first_chunk_us = steady_us() - slot.llm_started_us;
     std::optional<request_trace::tool_span> tool;
-    if (trace.record && (seen.kind == telemetry_kind::tool_completed || seen.kind == telemetry_kind::tool_error))
-      tool = trace.end_tool(seen.tool_call_id);
+    if (trace && (seen.kind == telemetry_kind::tool_completed || seen.kind == telemetry_kind::tool_error))
+      tool = trace->end_tool(seen.tool_call_id);
     const std::int64_t took_us = seen.ends_model_call ? steady_us() - slot.llm_started_us : 0;
     st_.ctx->emit(seen.kind, [&] {
       telemetry_event e{seen.kind,        st_.id, slot.conversation.history().id(),
                         state.request_id, seen.call_id, seen.tool_call_id,
                         seen.iteration,   took_us,      seen.detail};
-      if (trace.record) describe_span(e, trace, s, tool);
+      if (trace) describe_span(e, *trace, s, tool);
       return e;
     });
     if (seen.event && slot.running && slot.running->events)
@@ -746,7 +751,7 @@ class agent_logic {
                           r.ok()
                               ? std::string{}
                               : std::get<error_info>(r.outcome).type + ": " + std::get<error_info>(r.outcome).message};
-        if (slot.trace.record) describe_request_span(e, slot.trace, r);
+        if (slot.trace && slot.trace->record) describe_request_span(e, *slot.trace, r);
         return e;
       });
       st_.thread_of.erase(r.request_id);
@@ -755,7 +760,7 @@ class agent_logic {
     }
     slot.asks.end();
     slot.tools.clear();
-    slot.trace = request_trace{};
+    slot.trace.reset();
     st_.threads.touch(thread_id, steady_ms());
     if (auto next = slot.asks.take_next()) start(slot, std::move(next->q), std::move(next->from));
   }
