@@ -360,17 +360,26 @@ class agent_logic {
   // that failed, or for an agent gone meanwhile, is given back at once.
   void load_async(const std::string& thread_id) {
     if (!st_.alive) st_.alive = std::make_shared<std::atomic<bool>>(true);
+    // Seeded, what the load stamps and names (a new thread, a repair) comes
+    // from the agent's clock and ids, read here in the agent's own order.
+    std::optional<std::int64_t> stamp;
+    std::optional<std::uint64_t> id_seed;
+    if (st_.ctx->seed) {
+      stamp = now_ms();
+      id_seed = st_.ids.next_u64();
+    }
     stores().submit([self = handle(), store = stores().shared_store(), deadline = stores().deadline(),
-                     owner = st_.ctx->owner_id, ttl = st_.ctx->lease_ttl, alive = st_.alive,
-                     thread_id](store_job_status why) {
+                     owner = st_.ctx->owner_id, ttl = st_.ctx->lease_ttl, alive = st_.alive, thread_id, stamp,
+                     id_seed](store_job_status why) {
       loaded_thread loaded = not_run(why, deadline);
       lease_held lease;
       if (why == store_job_status::run && alive->load()) {
         if (auto what = thrown_by([&] {
               if (auto taken = store->acquire_lease(thread_id, owner, wall_clock_ms(), ttl)) {
                 lease = std::move(*taken);
-                random_ids ids;  // the agent's own source is not for other threads
-                loaded = load_thread(*store, thread_id, ids, wall_clock_ms(), &*lease);
+                // The agent's own source is not for other threads.
+                random_ids ids = id_seed ? random_ids(*id_seed) : random_ids();
+                loaded = load_thread(*store, thread_id, ids, stamp.value_or(wall_clock_ms()), &*lease);
               } else {
                 loaded = taken.error();
               }
