@@ -71,9 +71,9 @@ struct thread_slot {
   // The step being committed, and the running request's spans: each held
   // apart, since a thread in memory mostly has neither (a step is large).
   std::unique_ptr<react_thread::prepared_step> pending;
-  std::optional<thread_lease> lease;                   // with a store that keeps leases
-  std::uint64_t commit_no = 0;                         // which commit `pending` is
-  std::vector<held_signal> held;  // not a deque: an empty one allocates about 600 bytes
+  std::optional<thread_lease> lease;     // with a store that keeps leases
+  std::uint64_t commit_no = 0;           // which commit `pending` is
+  std::vector<held_signal> held;         // not a deque: an empty one allocates about 600 bytes
   std::unique_ptr<request_trace> trace;  // null: the running request is not traced
 
   bool idle() const {
@@ -136,8 +136,8 @@ class agent_logic {
         auto loaded = load_thread(stores().store(), q.thread_id, st_.ids, now_ms());
         if (!loaded)
           return refused(q.request_id, store_error_type(loaded.error()), not_loaded(q.thread_id, loaded.error()));
-        slot =
-            &st_.threads.insert(q.thread_id, thread_slot(std::move(*loaded), st_.profile->max_queued_asks), steady_ms());
+        slot = &st_.threads.insert(q.thread_id, thread_slot(std::move(*loaded), st_.profile->max_queued_asks),
+                                   steady_ms());
         report(telemetry_kind::thread_loaded, q.thread_id, {});
       } else {
         slot = &begin_load(q.thread_id);
@@ -725,7 +725,7 @@ class agent_logic {
       tool = trace->end_tool(seen.tool_call_id);
     const std::int64_t took_us = seen.ends_model_call ? steady_us() - slot.llm_started_us : 0;
     st_.ctx->emit(seen.kind, [&] {
-      telemetry_event e{seen.kind,        st_.id, slot.conversation.history().id(),
+      telemetry_event e{seen.kind,        st_.id,       slot.conversation.history().id(),
                         state.request_id, seen.call_id, seen.tool_call_id,
                         seen.iteration,   took_us,      seen.detail};
       if (trace) describe_span(e, *trace, s, tool);
@@ -867,7 +867,8 @@ std::shared_ptr<const react_config> make_react_config(const agent_spec& spec, to
   return c;
 }
 
-agent_actor spawn_agent_actor(caf::actor_system& sys, const agent_launch& launch, std::shared_ptr<runtime_context> ctx) {
+agent_actor spawn_agent_actor(caf::actor_system& sys, const agent_launch& launch,
+                              std::shared_ptr<runtime_context> ctx) {
   return sys.spawn(agent_behavior, launch, std::move(ctx));
 }
 

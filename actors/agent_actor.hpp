@@ -8,7 +8,6 @@
 
 namespace troupe {
 
-
 // The strategy configuration for agents of this spec, shared by every
 // incarnation (restarts) of the agent, offering `tools` (the registry's
 // specs of spec.tools: tool_registry::specs, which throws

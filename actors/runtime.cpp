@@ -254,8 +254,8 @@ std::vector<agent> runtime::spawn_agents(std::vector<agent_spec> specs) {
     // Agents spawned together mostly differ in id and prompt: what they have
     // in common is held once.
     const agent_launch* last = previous ? &launches->back() : nullptr;
-    auto config = make_react_config(spec, last && spec.tools == previous->tools ? last->config->tools
-                                                                                : impl_->ctx->tools.specs(spec.tools));
+    auto config = make_react_config(
+        spec, last && spec.tools == previous->tools ? last->config->tools : impl_->ctx->tools.specs(spec.tools));
     auto profile = std::make_shared<const agent_profile>(spec);
     if (last && *profile == *last->profile) profile = last->profile;
     launches->push_back(agent_launch{spec.id, std::move(profile), std::move(config)});
@@ -268,8 +268,8 @@ std::vector<agent> runtime::spawn_agents(std::vector<agent_spec> specs) {
       .receive([](std::size_t) {}, [&](caf::error& e) { error = impl_->system->render(e); });
   if (!error.empty())
     throw std::invalid_argument(
-        (specs.size() == 1 ? "cannot start agent " + specs.front().id : std::string("cannot start the agents")) +
-        ": " + error);
+        (specs.size() == 1 ? "cannot start agent " + specs.front().id : std::string("cannot start the agents")) + ": " +
+        error);
   std::vector<agent> out;
   out.reserve(specs.size());
   for (agent_spec& spec : specs) out.emplace_back(impl_ref_, std::move(spec.id));

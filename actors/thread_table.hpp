@@ -103,7 +103,7 @@ class thread_table {
   };
   thread_limits limits_;
   std::unordered_map<std::string, entry> slots_;  // node-based: references stay valid
-  std::list<const std::string*> lru_;  // keys of slots_, least recently used first
+  std::list<const std::string*> lru_;             // keys of slots_, least recently used first
 };
 
 }  // namespace troupe

@@ -255,10 +255,10 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
   std::shared_ptr<llm_provider> model = scripted ? sim_model : options.provider;
   auto model_time = std::make_shared<model_time_sink>();
   auto owned_rt = std::make_unique<runtime>(runtime_options{.provider = model,
-              .store = options.store,
-              .telemetry = model_time,
-              .scheduler_threads = options.scheduler_threads,
-              .seed = options.seed});
+                                                            .store = options.store,
+                                                            .telemetry = model_time,
+                                                            .scheduler_threads = options.scheduler_threads,
+                                                            .seed = options.seed});
   runtime& rt = *owned_rt;
 
   std::vector<std::string> tools = options.tools;

@@ -232,8 +232,8 @@ TEST_CASE("agents spawned in one batch") {
     CHECK(!rt.find_agent("fresh"));
   }
   SECTION("a batch naming one agent twice starts none of its agents") {
-    std::vector<agent_spec> specs{{.id = "twin", .model = "m"}, {.id = "other", .model = "m"},
-                                  {.id = "twin", .model = "m"}};
+    std::vector<agent_spec> specs{
+        {.id = "twin", .model = "m"}, {.id = "other", .model = "m"}, {.id = "twin", .model = "m"}};
     CHECK_THROWS_AS(rt.spawn_agents(std::move(specs)), std::invalid_argument);
     CHECK(!rt.find_agent("twin"));
     CHECK(!rt.find_agent("other"));
