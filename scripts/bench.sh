@@ -2,6 +2,7 @@
 # Builds and runs the benchmarks and prints their figures:
 #   thread_bench        the pure core (Google Benchmark, medians of 5)
 #   runtime_bench       the actor runtime next to raw CAF (medians of 5, each run in its own process)
+#   agent_memory_bench  memory per agent after one turn (1,000 to 100,000 agents), spawn and teardown seconds
 #   stream_bench        parsing a recorded model stream (Google Benchmark, medians of 5)
 #   concurrent_streams  model streams one HTTP I/O thread sustains against a local server
 #   load_bench          the whole stack against a local model server, 1, 10 and 100 conversations
@@ -12,12 +13,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh postgresql
-bash scripts/build.sh --target thread_bench --target runtime_bench --target stream_bench --target concurrent_streams \
+bash scripts/build.sh --target thread_bench --target runtime_bench --target agent_memory_bench --target stream_bench --target concurrent_streams \
   --target load_bench --target store_bench --target durable_bench
 build="${TROUPE_BUILD_DIR:-build}"
 gbench=(--benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
 "$build/bench/thread_bench" "${gbench[@]}"
 "$build/bench/runtime_bench" --repeat 5
+"$build/bench/agent_memory_bench" --repeat 3
 "$build/bench/stream_bench" "${gbench[@]}"
 "$build/bench/concurrent_streams" --streams 1000
 "$build/bench/load_bench" --repeat 3
