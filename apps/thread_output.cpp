@@ -13,8 +13,8 @@ namespace troupe::cli {
 namespace json = boost::json;
 
 json::object entry_json(const entry& e) {
-  return {{"seq", e.seq},   {"kind", e.kind.view()}, {"payload", e.payload.to_json()}, {"refs", e.refs.to_json()},
-          {"at", e.at},     {"id", e.id.view()}};
+  return {{"seq", e.seq}, {"kind", e.kind.view()}, {"payload", e.payload.to_json()}, {"refs", e.refs.to_json()},
+          {"at", e.at},   {"id", e.id.view()}};
 }
 
 json::array entries_json(const thread_view& t) {

@@ -4,7 +4,8 @@
 // operator new (below).
 //
 //   build/bench/thread_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
-//   build/bench/thread_bench --benchmark_filter="entry_memory|one_turn" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//   build/bench/thread_bench --benchmark_filter="entry_memory|one_turn" --benchmark_repetitions=5
+//   --benchmark_report_aggregates_only=true
 
 #include "strategy/projection.hpp"
 #include "strategy/react_machine.hpp"
@@ -12,8 +13,8 @@
 #include "strategy/thread_json.hpp"
 
 #include <benchmark/benchmark.h>
-#include <boost/json/serialize.hpp>
 #include <malloc.h>
+#include <boost/json/serialize.hpp>
 
 #include <atomic>
 #include <cstdlib>
@@ -244,15 +245,19 @@ struct turn_driver {
 
   void turn(react_thread& rt) {
     ++n;
-    rt.apply(config, query{"req_" + std::to_string(n) + "_9e3779b97f4a7c", "", "what is the weather in city " + std::to_string(n), {}},
-             ++now, ids);
+    rt.apply(
+        config,
+        query{
+            "req_" + std::to_string(n) + "_9e3779b97f4a7c", "", "what is the weather in city " + std::to_string(n), {}},
+        ++now, ids);
     llm_completion ask;
     ask.tool_calls.push_back(tool_call{ids.next("toolcall"), "weather", json::object{{"city", "c"}}, std::nullopt});
     ask.finish_reason = "tool_calls";
     const std::string tool_call_id = ask.tool_calls[0].id;
     rt.apply(config, llm_result{rt.state().call_id, std::move(ask)}, ++now, ids);
-    rt.apply(config, tool_result{rt.state().call_id, tool_call_id, "weather", json::value(json::object{{"temp_c", 12}})},
-             ++now, ids);
+    rt.apply(config,
+             tool_result{rt.state().call_id, tool_call_id, "weather", json::value(json::object{{"temp_c", 12}})}, ++now,
+             ids);
     llm_completion answer;
     answer.text = "It is 12 degrees and dry.";
     answer.finish_reason = "stop";

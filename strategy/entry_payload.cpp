@@ -32,32 +32,43 @@ json::value parse_text(std::string_view text) {
 }
 
 // Reads an object's members in order: each field takes the next member if
-// its key and type fit, and what is left over becomes the extras.
+// its key and type fit, and what is left over becomes the extras. A
+// required field that does not fit fails the whole read.
 class member_reader {
  public:
   explicit member_reader(const json::object& o) : it_(o.begin()), end_(o.end()) {}
 
   const json::value* take(std::string_view key) {
-    if (it_ == end_ || it_->key() != key) return nullptr;
+    if (!ok_ || it_ == end_ || it_->key() != key) return nullptr;
     return &(it_++)->value();
   }
-  std::optional<std::string_view> take_string(std::string_view key, bool non_empty = false) {
-    if (it_ == end_ || it_->key() != key || !it_->value().is_string()) return std::nullopt;
-    const json::string& s = it_->value().get_string();
-    if (non_empty && s.empty()) return std::nullopt;
-    ++it_;
-    return std::string_view(s);
+  void required(std::string_view key, small_string& out) {
+    if (auto s = take_string(key, false))
+      out = *s;
+    else
+      ok_ = false;
   }
-  std::optional<std::int64_t> take_integer(std::string_view key) {
-    if (it_ == end_ || it_->key() != key) return std::nullopt;
-    const auto n = integer_of(it_->value());
-    if (n) ++it_;
-    return n;
+  void required(std::string_view key, std::int64_t& out) {
+    std::optional<std::int64_t> n;
+    if (ok_ && it_ != end_ && it_->key() == key) n = integer_of(it_->value());
+    if (n) {
+      out = *n;
+      ++it_;
+    } else {
+      ok_ = false;
+    }
   }
-  // The members not taken, unless one of them has a field of its own (then
-  // it was out of place, or of another type, and the struct cannot hold the
-  // object).
-  bool rest(std::initializer_list<std::string_view> fields, json_extras& out) const {
+  // Present only when not empty: an empty one is left for the extras, where
+  // finish() refuses it.
+  void optional(std::string_view key, small_string& out) {
+    if (auto s = take_string(key, true)) out = *s;
+  }
+  void fail() { ok_ = false; }
+  // The members not taken become the extras, unless one of them has a field
+  // of its own (then it was out of place, or of another type, and the
+  // struct cannot hold the object).
+  bool finish(std::initializer_list<std::string_view> fields, json_extras& out) const {
+    if (!ok_) return false;
     json::object rest;
     for (auto r = it_; r != end_; ++r) {
       for (std::string_view f : fields)
@@ -69,44 +80,46 @@ class member_reader {
   }
 
  private:
+  std::optional<std::string_view> take_string(std::string_view key, bool non_empty) {
+    if (!ok_ || it_ == end_ || it_->key() != key || !it_->value().is_string()) return std::nullopt;
+    const json::string& s = it_->value().get_string();
+    if (non_empty && s.empty()) return std::nullopt;
+    ++it_;
+    return std::string_view(s);
+  }
+
   json::object::const_iterator it_, end_;
+  bool ok_ = true;
 };
 
 std::optional<message_payload> read_message(const json::object& o) {
   member_reader r(o);
   message_payload p;
-  const auto role = r.take_string("role");
-  if (!role) return std::nullopt;
-  const auto content = r.take_string("content");
-  if (!content) return std::nullopt;
-  p.role = *role;
-  p.content = *content;
-  if (auto s = r.take_string("thinking", true)) p.thinking = *s;
-  if (auto s = r.take_string("finish_reason", true)) p.finish_reason = *s;
-  if (!r.rest({"role", "content", "thinking", "finish_reason"}, p.extra)) return std::nullopt;
+  r.required("role", p.role);
+  r.required("content", p.content);
+  r.optional("thinking", p.thinking);
+  r.optional("finish_reason", p.finish_reason);
+  if (!r.finish({"role", "content", "thinking", "finish_reason"}, p.extra)) return std::nullopt;
   return p;
 }
 
 std::optional<tool_call_payload> read_tool_call(const json::object& o) {
   member_reader r(o);
   tool_call_payload p;
-  const auto name = r.take_string("name");
-  if (!name) return std::nullopt;
-  p.name = *name;
-  const json::value* args = r.take("arguments");
-  if (!args || !args->is_object()) return std::nullopt;
-  p.arguments_text = json_text(args->get_object());
-  if (auto s = r.take_string("invalid_arguments", true)) p.invalid_arguments = *s;
-  if (!r.rest({"name", "arguments", "invalid_arguments"}, p.extra)) return std::nullopt;
+  r.required("name", p.name);
+  if (const json::value* args = r.take("arguments"); args && args->is_object())
+    p.arguments_text = json_text(args->get_object());
+  else
+    r.fail();
+  r.optional("invalid_arguments", p.invalid_arguments);
+  if (!r.finish({"name", "arguments", "invalid_arguments"}, p.extra)) return std::nullopt;
   return p;
 }
 
 std::optional<tool_result_payload> read_tool_result(const json::object& o) {
   member_reader r(o);
   tool_result_payload p;
-  const auto name = r.take_string("name");
-  if (!name) return std::nullopt;
-  p.name = *name;
+  r.required("name", p.name);
   if (const json::value* result = r.take("result")) {
     if (const json::string* s = result->if_string()) {
       p.outcome = std::string_view(*s);
@@ -119,39 +132,29 @@ std::optional<tool_result_payload> read_tool_result(const json::object& o) {
     p.outcome = json_text(error->get_object());
     p.shape = tool_result_payload::form::error_json;
   } else {
-    return std::nullopt;
+    r.fail();
   }
-  if (!r.rest({"name", "result", "error"}, p.extra)) return std::nullopt;
+  if (!r.finish({"name", "result", "error"}, p.extra)) return std::nullopt;
   return p;
 }
 
 std::optional<summary_payload> read_summary(const json::object& o) {
   member_reader r(o);
   summary_payload p;
-  const auto from = r.take_integer("from_seq");
-  if (!from) return std::nullopt;
-  const auto to = r.take_integer("to_seq");
-  if (!to) return std::nullopt;
-  const auto content = r.take_string("content");
-  if (!content) return std::nullopt;
-  p.from_seq = *from;
-  p.to_seq = *to;
-  p.content = *content;
-  if (auto s = r.take_string("model", true)) p.model = *s;
-  if (!r.rest({"from_seq", "to_seq", "content", "model"}, p.extra)) return std::nullopt;
+  r.required("from_seq", p.from_seq);
+  r.required("to_seq", p.to_seq);
+  r.required("content", p.content);
+  r.optional("model", p.model);
+  if (!r.finish({"from_seq", "to_seq", "content", "model"}, p.extra)) return std::nullopt;
   return p;
 }
 
 std::optional<error_payload> read_error(const json::object& o) {
   member_reader r(o);
   error_payload p;
-  const auto type = r.take_string("type");
-  if (!type) return std::nullopt;
-  const auto message = r.take_string("message");
-  if (!message) return std::nullopt;
-  p.type = *type;
-  p.message = *message;
-  if (!r.rest({"type", "message"}, p.extra)) return std::nullopt;
+  r.required("type", p.type);
+  r.required("message", p.message);
+  if (!r.finish({"type", "message"}, p.extra)) return std::nullopt;
   return p;
 }
 
@@ -260,46 +263,45 @@ void entry_payload::normalize(std::string_view kind) {
 
 std::optional<std::string_view> entry_payload::string(std::string_view key) const {
   return std::visit(
-      overloaded{
-          [&](const json_payload& p) -> std::optional<std::string_view> {
-            if (const json::value* v = p.fields.if_contains(key))
-              if (const json::string* s = v->if_string()) return std::string_view(*s);
-            return std::nullopt;
-          },
-          [&](const message_payload& p) -> std::optional<std::string_view> {
-            if (key == "role") return p.role.view();
-            if (key == "content") return p.content.view();
-            if (key == "thinking") return p.thinking.empty() ? std::nullopt : std::optional(p.thinking.view());
-            if (key == "finish_reason")
-              return p.finish_reason.empty() ? std::nullopt : std::optional(p.finish_reason.view());
-            return extra_string(p.extra, key);
-          },
-          [&](const tool_call_payload& p) -> std::optional<std::string_view> {
-            if (key == "name") return p.name.view();
-            if (key == "invalid_arguments")
-              return p.invalid_arguments.empty() ? std::nullopt : std::optional(p.invalid_arguments.view());
-            if (key == "arguments") return std::nullopt;
-            return extra_string(p.extra, key);
-          },
-          [&](const tool_result_payload& p) -> std::optional<std::string_view> {
-            if (key == "name") return p.name.view();
-            if (key == "result")
-              return p.shape == tool_result_payload::form::result_string ? std::optional(p.outcome.view())
-                                                                          : std::nullopt;
-            if (key == "error") return std::nullopt;
-            return extra_string(p.extra, key);
-          },
-          [&](const summary_payload& p) -> std::optional<std::string_view> {
-            if (key == "content") return p.content.view();
-            if (key == "model") return p.model.empty() ? std::nullopt : std::optional(p.model.view());
-            if (key == "from_seq" || key == "to_seq") return std::nullopt;
-            return extra_string(p.extra, key);
-          },
-          [&](const error_payload& p) -> std::optional<std::string_view> {
-            if (key == "type") return p.type.view();
-            if (key == "message") return p.message.view();
-            return extra_string(p.extra, key);
-          }},
+      overloaded{[&](const json_payload& p) -> std::optional<std::string_view> {
+                   if (const json::value* v = p.fields.if_contains(key))
+                     if (const json::string* s = v->if_string()) return std::string_view(*s);
+                   return std::nullopt;
+                 },
+                 [&](const message_payload& p) -> std::optional<std::string_view> {
+                   if (key == "role") return p.role.view();
+                   if (key == "content") return p.content.view();
+                   if (key == "thinking") return p.thinking.empty() ? std::nullopt : std::optional(p.thinking.view());
+                   if (key == "finish_reason")
+                     return p.finish_reason.empty() ? std::nullopt : std::optional(p.finish_reason.view());
+                   return extra_string(p.extra, key);
+                 },
+                 [&](const tool_call_payload& p) -> std::optional<std::string_view> {
+                   if (key == "name") return p.name.view();
+                   if (key == "invalid_arguments")
+                     return p.invalid_arguments.empty() ? std::nullopt : std::optional(p.invalid_arguments.view());
+                   if (key == "arguments") return std::nullopt;
+                   return extra_string(p.extra, key);
+                 },
+                 [&](const tool_result_payload& p) -> std::optional<std::string_view> {
+                   if (key == "name") return p.name.view();
+                   if (key == "result")
+                     return p.shape == tool_result_payload::form::result_string ? std::optional(p.outcome.view())
+                                                                                : std::nullopt;
+                   if (key == "error") return std::nullopt;
+                   return extra_string(p.extra, key);
+                 },
+                 [&](const summary_payload& p) -> std::optional<std::string_view> {
+                   if (key == "content") return p.content.view();
+                   if (key == "model") return p.model.empty() ? std::nullopt : std::optional(p.model.view());
+                   if (key == "from_seq" || key == "to_seq") return std::nullopt;
+                   return extra_string(p.extra, key);
+                 },
+                 [&](const error_payload& p) -> std::optional<std::string_view> {
+                   if (key == "type") return p.type.view();
+                   if (key == "message") return p.message.view();
+                   return extra_string(p.extra, key);
+                 }},
       v_);
 }
 

@@ -98,8 +98,8 @@ struct json_payload {
 
 class entry_payload {
  public:
-  using variant =
-      std::variant<json_payload, message_payload, tool_call_payload, tool_result_payload, summary_payload, error_payload>;
+  using variant = std::variant<json_payload, message_payload, tool_call_payload, tool_result_payload, summary_payload,
+                               error_payload>;
 
   entry_payload() = default;
   // JSON without a kind stays JSON until typed by normalize() (the thread

@@ -60,8 +60,9 @@ entry_refs::entry_refs(const json::object& o) {
       iteration_ = *n;
     } else {
       if (!v.is_string()) break;
-      (*k == known::request_id ? request_id_ : *k == known::call_id ? call_id_ : tool_call_id_) =
-          std::string_view(v.get_string());
+      (*k == known::request_id ? request_id_
+       : *k == known::call_id  ? call_id_
+                               : tool_call_id_) = std::string_view(v.get_string());
     }
     add(*k);
   }
@@ -98,8 +99,8 @@ entry_refs entry_refs::of(std::string_view request_id, std::int64_t iteration, s
 }
 
 std::string_view entry_refs::id(known k) const {
-  if (has(k)) return k == known::request_id ? request_id_.view() : k == known::call_id ? call_id_.view()
-                                                                                        : tool_call_id_.view();
+  if (has(k))
+    return k == known::request_id ? request_id_.view() : k == known::call_id ? call_id_.view() : tool_call_id_.view();
   if (const json::value* v = extras_.find(key_name(k)))
     if (const json::string* s = v->if_string()) return *s;
   return {};

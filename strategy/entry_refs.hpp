@@ -18,8 +18,8 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
-#include <utility>
 #include <string_view>
+#include <utility>
 
 namespace troupe {
 

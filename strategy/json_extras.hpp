@@ -16,7 +16,8 @@ class json_extras {
   explicit json_extras(boost::json::object o) {
     if (!o.empty()) members_ = std::make_unique<boost::json::object>(std::move(o));
   }
-  json_extras(const json_extras& o) : members_(o.members_ ? std::make_unique<boost::json::object>(*o.members_) : nullptr) {}
+  json_extras(const json_extras& o)
+      : members_(o.members_ ? std::make_unique<boost::json::object>(*o.members_) : nullptr) {}
   json_extras(json_extras&&) noexcept = default;
   json_extras& operator=(const json_extras& o) {
     if (this != &o) *this = json_extras(o);

@@ -188,8 +188,8 @@ projection project(const thread_view& t, const context_policy& policy, std::span
         } else if (pk == entry_kind::tool_result && calls.empty()) {
           take(j);
           --first;
-        } else if (pk == entry_kind::tool_call && (calls.size() < results.size() || call_id.empty() ||
-                                                   src.refs(j).call_id() == call_id)) {
+        } else if (pk == entry_kind::tool_call &&
+                   (calls.size() < results.size() || call_id.empty() || src.refs(j).call_id() == call_id)) {
           take(j);
           --first;
         } else {
@@ -198,8 +198,7 @@ projection project(const thread_view& t, const context_policy& policy, std::span
       }
       // The assistant's own words of the same model call belong to the unit.
       if (!call_id.empty() && first > lower && src.kind(first - 1) == entry_kind::message &&
-          src.refs(first - 1).call_id() == call_id &&
-          string_field(src.payload(first - 1), "role") == "assistant")
+          src.refs(first - 1).call_id() == call_id && string_field(src.payload(first - 1), "role") == "assistant")
         --first;
       std::sort(calls.begin(), calls.end());
       std::sort(results.begin(), results.end());

@@ -11,9 +11,7 @@ namespace troupe {
 std::vector<entry_draft> interrupted_tool_results(const thread_view& t) {
   // A tool call is identified by its model call and its own id.
   using key = std::pair<std::string_view, std::string_view>;
-  auto key_of = [](const entry& e) {
-    return key{e.refs.call_id(), e.refs.tool_call_id()};
-  };
+  auto key_of = [](const entry& e) { return key{e.refs.call_id(), e.refs.tool_call_id()}; };
   std::set<key> answered;
   for (const entry* e : t.of_kind(entry_kind::tool_result)) answered.insert(key_of(*e));
 

@@ -22,8 +22,8 @@ class small_string {
   static constexpr std::size_t inline_capacity = 23;
 
   small_string() noexcept { std::memset(bytes_, 0, sizeof bytes_); }
-  small_string(std::string_view s) { assign(s); }                     // NOLINT: reads like the string it holds
-  small_string(const char* s) : small_string(std::string_view(s)) {}  // NOLINT
+  small_string(std::string_view s) { assign(s); }                            // NOLINT: reads like the string it holds
+  small_string(const char* s) : small_string(std::string_view(s)) {}         // NOLINT
   small_string(const std::string& s) : small_string(std::string_view(s)) {}  // NOLINT
   small_string(const small_string& o) : small_string(o.view()) {}
   small_string(small_string&& o) noexcept {
@@ -67,12 +67,10 @@ class small_string {
   // One template for every string-like right side, so that comparing with a
   // literal, a std::string or another small_string is never ambiguous.
   template <class T>
-    requires std::is_convertible_v<const T&, std::string_view>
-  friend bool operator==(const small_string& a, const T& b) {
-    return a.view() == std::string_view(b);
-  }
+  requires std::is_convertible_v<const T&, std::string_view>
+  friend bool operator==(const small_string& a, const T& b) { return a.view() == std::string_view(b); }
   template <class T>
-    requires std::is_convertible_v<const T&, std::string_view>
+  requires std::is_convertible_v<const T&, std::string_view>
   friend std::strong_ordering operator<=>(const small_string& a, const T& b) {
     return a.view() <=> std::string_view(b);
   }

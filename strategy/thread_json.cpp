@@ -7,9 +7,12 @@ namespace troupe {
 namespace json = boost::json;
 
 json::value to_json(const entry& e) {
-  return json::object{{"id", e.id.view()},     {"seq", e.seq},
-                      {"at", e.at},             {"kind", e.kind.view()},
-                      {"payload", e.payload.to_json()}, {"refs", e.refs.to_json()}};
+  return json::object{{"id", e.id.view()},
+                      {"seq", e.seq},
+                      {"at", e.at},
+                      {"kind", e.kind.view()},
+                      {"payload", e.payload.to_json()},
+                      {"refs", e.refs.to_json()}};
 }
 
 json::value to_json(const thread_view& t) {

@@ -31,9 +31,7 @@ json::value to_json(const conversation_totals& t) {
 
 namespace {
 
-std::string_view role_of(const entry& e) {
-  return e.payload.string("role").value_or("");
-}
+std::string_view role_of(const entry& e) { return e.payload.string("role").value_or(""); }
 
 // The first line of a message, cut at a character boundary: what a list of
 // conversations shows until someone names it.

@@ -111,7 +111,8 @@ TEST_CASE("typed payloads and refs write the JSON the machine wrote before") {
           R"({"name":"t","error":{"type":"timeout","message":"slow"}})");
   }
   SECTION("refs in the machine's order") {
-    CHECK(json_text(entry_refs::of("r", 2, "c", "t")) == R"({"request_id":"r","iteration":2,"call_id":"c","tool_call_id":"t"})");
+    CHECK(json_text(entry_refs::of("r", 2, "c", "t")) ==
+          R"({"request_id":"r","iteration":2,"call_id":"c","tool_call_id":"t"})");
     CHECK(json_text(entry_refs::of("r", 1)) == R"({"request_id":"r","iteration":1})");
   }
   SECTION("setting a refs member keeps the others in place") {

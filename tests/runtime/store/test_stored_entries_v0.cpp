@@ -7,9 +7,9 @@
 #include "support/fixtures.hpp"
 #include "support/store_backends.hpp"
 
+#include <sqlite3.h>
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
-#include <sqlite3.h>
 
 #include <filesystem>
 #include <string>
@@ -25,8 +25,8 @@ std::vector<std::string> entry_rows(const std::string& path) {
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
   sqlite3_stmt* s = nullptr;
-  REQUIRE(sqlite3_prepare_v2(db, "SELECT seq, id, at, kind, payload, refs FROM entries ORDER BY seq", -1, &s, nullptr) ==
-          SQLITE_OK);
+  REQUIRE(sqlite3_prepare_v2(db, "SELECT seq, id, at, kind, payload, refs FROM entries ORDER BY seq", -1, &s,
+                             nullptr) == SQLITE_OK);
   std::vector<std::string> rows;
   while (sqlite3_step(s) == SQLITE_ROW) {
     std::string row;
