@@ -245,11 +245,8 @@ struct turn_driver {
 
   void turn(react_thread& rt) {
     ++n;
-    rt.apply(
-        config,
-        query{
-            "req_" + std::to_string(n) + "_9e3779b97f4a7c", "", "what is the weather in city " + std::to_string(n), {}},
-        ++now, ids);
+    // Request ids as long as the runtime's, whatever the turn's number.
+    rt.apply(config, query{ids.next("req"), "", "what is the weather in city " + std::to_string(n), {}}, ++now, ids);
     llm_completion ask;
     ask.tool_calls.push_back(tool_call{ids.next("toolcall"), "weather", json::object{{"city", "c"}}, std::nullopt});
     ask.finish_reason = "tool_calls";
