@@ -13,7 +13,8 @@ namespace troupe::cli {
 namespace json = boost::json;
 
 json::object entry_json(const entry& e) {
-  return {{"seq", e.seq}, {"kind", e.kind}, {"payload", e.payload}, {"refs", e.refs}, {"at", e.at}, {"id", e.id}};
+  return {{"seq", e.seq}, {"kind", e.kind.view()}, {"payload", e.payload.to_json()}, {"refs", e.refs.to_json()},
+          {"at", e.at},   {"id", e.id.view()}};
 }
 
 json::array entries_json(const thread_view& t) {
@@ -35,10 +36,10 @@ std::string iso_time(std::int64_t unix_ms) {
 
 namespace {
 
-std::string text_of(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  if (!v) return {};
-  return v->is_string() ? std::string(v->get_string()) : json_text(*v);
+std::string text_of(const entry_payload& p, std::string_view key) {
+  if (const auto s = p.string(key)) return std::string(*s);
+  const auto v = p.value(key);
+  return v ? json_text(*v) : std::string();
 }
 
 // One line, at most `max` bytes, cut at a character boundary.

@@ -1,15 +1,67 @@
 // The pure core's costs: appending to a thread, taking a snapshot, and one
-// ReAct step, each next to a baseline measured in the same run.
+// ReAct step, each next to a baseline measured in the same run; and what an
+// entry costs in memory and a turn in allocations, counted by a replacement
+// operator new (below).
 //
 //   build/bench/thread_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//   build/bench/thread_bench --benchmark_filter="entry_memory|one_turn" --benchmark_repetitions=5
+//   --benchmark_report_aggregates_only=true
 
 #include "strategy/projection.hpp"
 #include "strategy/react_machine.hpp"
+#include "strategy/react_thread.hpp"
+#include "strategy/thread_json.hpp"
 
 #include <benchmark/benchmark.h>
 #include <malloc.h>
+#include <boost/json/serialize.hpp>
 
+#include <atomic>
+#include <cstdlib>
+#include <new>
 #include <vector>
+
+// Every allocation through operator new is counted, with the bytes the
+// allocator really set aside for it (malloc_usable_size, so size classes and
+// rounding count, the allocator's own headers do not). A 16-byte prefix keeps
+// each block's usable size for its delete.
+namespace alloc_count {
+std::atomic<std::uint64_t> calls{0};
+std::atomic<std::int64_t> live_bytes{0};
+constexpr std::size_t prefix = 16;
+
+void* take(std::size_t n) {
+  void* raw = std::malloc(n + prefix);
+  if (!raw) throw std::bad_alloc();
+  const std::size_t usable = malloc_usable_size(raw) - prefix;
+  *static_cast<std::size_t*>(raw) = usable;
+  calls.fetch_add(1, std::memory_order_relaxed);
+  live_bytes.fetch_add(static_cast<std::int64_t>(usable), std::memory_order_relaxed);
+  return static_cast<char*>(raw) + prefix;
+}
+
+void give(void* p) noexcept {
+  if (!p) return;
+  char* raw = static_cast<char*>(p) - prefix;
+  live_bytes.fetch_sub(static_cast<std::int64_t>(*reinterpret_cast<std::size_t*>(raw)), std::memory_order_relaxed);
+  std::free(raw);
+}
+}  // namespace alloc_count
+
+void* operator new(std::size_t n) { return alloc_count::take(n); }
+void* operator new[](std::size_t n) { return alloc_count::take(n); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return alloc_count::take(n);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
+void operator delete(void* p) noexcept { alloc_count::give(p); }
+void operator delete[](void* p) noexcept { alloc_count::give(p); }
+void operator delete(void* p, std::size_t) noexcept { alloc_count::give(p); }
+void operator delete[](void* p, std::size_t) noexcept { alloc_count::give(p); }
 
 namespace json = boost::json;
 using namespace troupe;
@@ -21,6 +73,22 @@ namespace {
 class cheap_ids final : public id_source {
  public:
   std::string next(std::string_view) override { return "e" + std::to_string(++n_); }
+
+ private:
+  std::uint64_t n_ = 0;
+};
+
+// Ids as long as the runtime's random ones ("entry_5f0c2a9e41d7b3c8").
+class runtime_like_ids final : public id_source {
+ public:
+  std::string next(std::string_view kind) override {
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string id(kind);
+    id += '_';
+    std::uint64_t v = ++n_ * 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 16; ++i, v >>= 4) id.push_back(hex[v & 15]);
+    return id;
+  }
 
  private:
   std::uint64_t n_ = 0;
@@ -160,8 +228,100 @@ void BM_project_8k_window(benchmark::State& state) {
   state.counters["in_window"] = static_cast<double>(included);
 }
 
+// The agent's side of one turn with one tool call, driven through the
+// machine as the runtime drives it: query, a model answer asking for the
+// tool, the tool's result, the final answer. Four entries are committed.
+struct turn_driver {
+  react_config config;
+  runtime_like_ids ids;
+  std::int64_t now = 1'700'000'000'000;
+  std::uint64_t n = 0;
+
+  turn_driver() {
+    config.system_prompt = "You are a weather assistant.";
+    config.model = "bench";
+    config.tools = make_tool_set({tool_spec{"weather", "Weather by city", {{"type", "object"}}}});
+  }
+
+  void turn(react_thread& rt) {
+    ++n;
+    // Request ids as long as the runtime's, whatever the turn's number.
+    rt.apply(config, query{ids.next("req"), "", "what is the weather in city " + std::to_string(n), {}}, ++now, ids);
+    llm_completion ask;
+    ask.tool_calls.push_back(tool_call{ids.next("toolcall"), "weather", json::object{{"city", "c"}}, std::nullopt});
+    ask.finish_reason = "tool_calls";
+    const std::string tool_call_id = ask.tool_calls[0].id;
+    rt.apply(config, llm_result{rt.state().call_id, std::move(ask)}, ++now, ids);
+    rt.apply(config,
+             tool_result{rt.state().call_id, tool_call_id, "weather", json::value(json::object{{"temp_c", 12}})}, ++now,
+             ids);
+    llm_completion answer;
+    answer.text = "It is 12 degrees and dry.";
+    answer.finish_reason = "stop";
+    rt.apply(config, llm_result{rt.state().call_id, std::move(answer)}, ++now, ids);
+  }
+};
+
+// In-memory bytes per entry (the thread's storage and everything its
+// entries own, from the counting operator new) next to the entry's JSON
+// text, for a thread of N turns made by the machine.
+void BM_entry_memory(benchmark::State& state) {
+  const auto turns = static_cast<std::size_t>(state.range(0));
+  double bytes = 0, json_bytes = 0, entries = 0;
+  for (auto _ : state) {
+    turn_driver d;
+    react_thread rt(thread("bench"));
+    for (std::size_t i = 0; i < turns; ++i) d.turn(rt);
+    thread t = rt.history();
+    json_bytes = 0;
+    for (const entry& e : t.entries()) json_bytes += static_cast<double>(boost::json::serialize(to_json(e)).size());
+    entries = static_cast<double>(t.size());
+    // What dropping the thread gives back, once the machine's state (and the
+    // projection it caches) is gone: the entries and their storage.
+    rt = react_thread(thread("bench"));
+    const std::int64_t with_thread = alloc_count::live_bytes.load();
+    { thread gone = std::move(t); }
+    bytes = static_cast<double>(with_thread - alloc_count::live_bytes.load());
+  }
+  state.counters["entries"] = entries;
+  state.counters["bytes_per_entry"] = bytes / entries;
+  state.counters["json_bytes_per_entry"] = json_bytes / entries;
+  state.counters["memory_over_json"] = bytes / json_bytes;
+}
+
+// One turn (four steps) on a thread that already holds N turns: time and
+// operator-new calls per turn. The thread grows by one turn per iteration.
+void BM_one_turn(benchmark::State& state) {
+  const auto turns = static_cast<std::size_t>(state.range(0));
+  turn_driver d;
+  auto fresh = [&] {
+    react_thread rt(thread("bench"));
+    for (std::size_t i = 0; i < turns; ++i) d.turn(rt);
+    return rt;
+  };
+  react_thread rt = fresh();
+  // A short thread is started again whenever it has doubled, so that it
+  // stays short; a long one grows by a few percent at most.
+  const std::size_t limit = 8 * turns;
+  std::uint64_t calls = 0;
+  for (auto _ : state) {
+    if (rt.history().size() >= limit) {
+      state.PauseTiming();
+      rt = fresh();
+      state.ResumeTiming();
+    }
+    const std::uint64_t before = alloc_count::calls.load(std::memory_order_relaxed);
+    d.turn(rt);
+    calls += alloc_count::calls.load(std::memory_order_relaxed) - before;
+  }
+  state.counters["allocs_per_turn"] = static_cast<double>(calls) / static_cast<double>(state.iterations());
+  state.counters["entries"] = static_cast<double>(rt.history().size());
+}
+
 }  // namespace
 
+BENCHMARK(BM_entry_memory)->Arg(100)->Arg(100'000)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_one_turn)->Arg(100)->Arg(100'000)->Iterations(2'000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_project_8k_window)->Arg(1'000)->Arg(1'000'000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_thread_append<false>)->Name("BM_thread_append")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_vector_push_back_baseline)->Unit(benchmark::kMillisecond);

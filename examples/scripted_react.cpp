@@ -68,7 +68,7 @@ std::deque<llm_completion> script() {
   return s;
 }
 
-std::string one_line(const json::object& payload) {
+std::string one_line(const troupe::entry_payload& payload) {
   if (const auto content = string_field(payload, "content")) return std::string(*content);
   return json_text(payload);
 }
@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
   for (const entry& e : t.entries()) {
     std::string who =
         std::string(string_field(e.payload, "role").value_or(string_field(e.payload, "name").value_or("")));
-    std::printf("  %2llu  %-11s %-9s %s\n", static_cast<unsigned long long>(e.seq), e.kind.c_str(), who.c_str(),
+    std::printf("  %2llu  %-11s %-9s %s\n", static_cast<unsigned long long>(e.seq), e.kind.str().c_str(), who.c_str(),
                 one_line(e.payload).c_str());
   }
   std::cout << "\nreq-2 by iteration:\n";

@@ -9,6 +9,14 @@
 //   error        {type, message, ...}: why a request ended without an answer
 //
 // refs carry the correlation ids: request_id, call_id, tool_call_id, iteration.
+//
+// In memory, payload and refs are typed (entry_payload.hpp, entry_refs.hpp);
+// as JSON (thread_json.hpp, the stores, the command line) they are exactly
+// the objects they were made from.
+
+#include "strategy/entry_payload.hpp"
+#include "strategy/entry_refs.hpp"
+#include "strategy/small_string.hpp"
 
 #include <boost/json/object.hpp>
 
@@ -30,22 +38,35 @@ inline constexpr std::string_view error = "error";
 inline constexpr std::string_view checkpoint = "checkpoint";
 }  // namespace entry_kind
 
-// An entry before it is appended: the thread assigns id, seq and at.
+// An entry before it is appended: the thread assigns id, seq and at. Made
+// from a kind and JSON (typed on the way in when the kind has a struct), or
+// from a typed payload, which names its kind.
 struct entry_draft {
   std::string kind;
-  boost::json::object payload;
-  boost::json::object refs;
+  entry_payload payload;
+  entry_refs refs;
+
+  entry_draft() = default;
+  entry_draft(std::string kind, boost::json::object payload, entry_refs refs = {});
+  entry_draft(message_payload p, entry_refs refs = {});      // NOLINT
+  entry_draft(tool_call_payload p, entry_refs refs = {});    // NOLINT
+  entry_draft(tool_result_payload p, entry_refs refs = {});  // NOLINT
+  entry_draft(summary_payload p, entry_refs refs = {});      // NOLINT
+  entry_draft(error_payload p, entry_refs refs = {});        // NOLINT
+
+  // Any payload, typed or not, for an entry of `kind`.
+  static entry_draft of(std::string kind, entry_payload payload, entry_refs refs);
 
   friend bool operator==(const entry_draft&, const entry_draft&) = default;
 };
 
 struct entry {
-  std::string id;
+  small_string id;
   std::uint64_t seq = 0;
   std::int64_t at = 0;  // Unix milliseconds
-  std::string kind;
-  boost::json::object payload;
-  boost::json::object refs;
+  small_string kind;
+  entry_payload payload;
+  entry_refs refs;
   // What the entry costs in a model's context (default_estimator), computed
   // once when it is appended and never again per projection.
   std::int64_t tokens = 0;
@@ -57,11 +78,14 @@ struct entry {
 // cannot fail half-way.
 static_assert(std::is_nothrow_move_constructible_v<entry>);
 
+// The kind a typed payload is written for; empty for JSON.
+std::string_view kind_of(const entry_payload& p);
+
 // The default estimate of an entry's tokens: its text (content, tool name and
 // arguments, result) and the per-message overhead.
-std::int64_t estimate_tokens(std::string_view kind, const boost::json::object& payload);
+std::int64_t estimate_tokens(std::string_view kind, const entry_payload& payload);
 
-// Typed reads of refs and payload fields; nullopt when absent or of another type.
+// Typed reads of JSON object members; nullopt when absent or of another type.
 std::optional<std::string_view> string_field(const boost::json::object& o, std::string_view key);
 std::optional<std::int64_t> int_field(const boost::json::object& o, std::string_view key);
 

@@ -11,9 +11,9 @@ namespace {
 // the request's answer.
 bool is_answer(const entry& e, const iteration& it) {
   if (e.kind != entry_kind::message || string_field(e.payload, "role") != "assistant") return false;
-  const auto call_id = string_field(e.refs, "call_id");
+  const auto call_id = e.refs.string("call_id");
   return std::none_of(it.tool_calls.begin(), it.tool_calls.end(),
-                      [&](const tool_exchange& x) { return string_field(x.call->refs, "call_id") == call_id; });
+                      [&](const tool_exchange& x) { return x.call->refs.string("call_id") == call_id; });
 }
 
 }  // namespace

@@ -18,6 +18,15 @@ std::string tool_result_text(const json::object& payload) {
   return json_text(*result);
 }
 
+std::string tool_result_text(const entry_payload& payload) {
+  if (const auto* r = payload.get_if<tool_result_payload>()) {
+    if (r->is_error()) return "{\"error\":" + r->outcome.str() + "}";
+    return r->outcome.str();  // a string result as itself, any other as its JSON text
+  }
+  if (const auto* j = payload.get_if<json_payload>()) return tool_result_text(j->fields);
+  return tool_result_text(payload.to_json());
+}
+
 namespace {
 
 // Adds entries to a projection in progress. Reads only the fields each
@@ -33,30 +42,33 @@ class projector {
  public:
   explicit projector(projected& into) : p_(into) {}
 
-  void add(std::string_view kind, const json::object& payload, const json::object& refs) {
+  void add(std::string_view kind, const entry_payload& payload, const entry_refs& refs) {
     if (kind == entry_kind::message) {
       llm_message m;
       m.role = string_field(payload, "role").value_or("user");
       m.content = string_field(payload, "content").value_or("");
       // Tool calls of the same model call join this message.
-      p_.open_call_id = m.role == "assistant" ? string_field(refs, "call_id").value_or("") : "";
+      p_.open_call_id = m.role == "assistant" ? refs.call_id() : "";
       p_.messages.push_back(std::move(m));
     } else if (kind == entry_kind::tool_call) {
-      const std::string_view call_id = string_field(refs, "call_id").value_or("");
+      const std::string_view call_id = refs.call_id();
       if (p_.open_call_id.empty() || p_.open_call_id != call_id) {
         p_.messages.push_back(llm_message{"assistant", "", {}, {}, {}});
         p_.open_call_id = call_id;
       }
       tool_call c;
-      c.id = string_field(refs, "tool_call_id").value_or("");
+      c.id = refs.tool_call_id();
       c.name = string_field(payload, "name").value_or("");
-      if (const json::value* args = payload.if_contains("arguments"))
+      if (const auto* typed = payload.get_if<tool_call_payload>()) {
+        c.arguments = typed->arguments();
+      } else if (const auto args = payload.value("arguments")) {
         if (const json::object* o = args->if_object()) c.arguments = *o;
+      }
       p_.messages.edit_back().tool_calls.push_back(std::move(c));
     } else if (kind == entry_kind::tool_result) {
       llm_message m;
       m.role = "tool";
-      m.tool_call_id = string_field(refs, "tool_call_id").value_or("");
+      m.tool_call_id = refs.tool_call_id();
       m.name = string_field(payload, "name").value_or("");
       m.content = tool_result_text(payload);
       p_.messages.push_back(std::move(m));
@@ -82,10 +94,10 @@ class window_source {
   std::string_view kind(std::size_t i) const {
     return is_pending(i) ? std::string_view(pending_[i - t_.size()].kind) : std::string_view(t_.at_seq(i)->kind);
   }
-  const json::object& payload(std::size_t i) const {
+  const entry_payload& payload(std::size_t i) const {
     return is_pending(i) ? pending_[i - t_.size()].payload : t_.at_seq(i)->payload;
   }
-  const json::object& refs(std::size_t i) const {
+  const entry_refs& refs(std::size_t i) const {
     return is_pending(i) ? pending_[i - t_.size()].refs : t_.at_seq(i)->refs;
   }
   std::int64_t tokens(std::size_t i) const {
@@ -159,12 +171,12 @@ projection project(const thread_view& t, const context_policy& policy, std::span
       std::vector<std::string_view> calls, results;
       std::string_view call_id;
       auto take = [&](std::size_t j) {
-        const std::string_view id = string_field(src.refs(j), "tool_call_id").value_or("");
+        const std::string_view id = src.refs(j).tool_call_id();
         if (src.kind(j) == entry_kind::tool_result) {
           results.push_back(id);
         } else {
           calls.push_back(id);
-          if (call_id.empty()) call_id = string_field(src.refs(j), "call_id").value_or("");
+          if (call_id.empty()) call_id = src.refs(j).call_id();
         }
       };
       take(end);
@@ -176,8 +188,8 @@ projection project(const thread_view& t, const context_policy& policy, std::span
         } else if (pk == entry_kind::tool_result && calls.empty()) {
           take(j);
           --first;
-        } else if (pk == entry_kind::tool_call && (calls.size() < results.size() || call_id.empty() ||
-                                                   string_field(src.refs(j), "call_id").value_or("") == call_id)) {
+        } else if (pk == entry_kind::tool_call &&
+                   (calls.size() < results.size() || call_id.empty() || src.refs(j).call_id() == call_id)) {
           take(j);
           --first;
         } else {
@@ -186,8 +198,7 @@ projection project(const thread_view& t, const context_policy& policy, std::span
       }
       // The assistant's own words of the same model call belong to the unit.
       if (!call_id.empty() && first > lower && src.kind(first - 1) == entry_kind::message &&
-          string_field(src.refs(first - 1), "call_id").value_or("") == call_id &&
-          string_field(src.payload(first - 1), "role") == "assistant")
+          src.refs(first - 1).call_id() == call_id && string_field(src.payload(first - 1), "role") == "assistant")
         --first;
       std::sort(calls.begin(), calls.end());
       std::sort(results.begin(), results.end());

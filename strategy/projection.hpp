@@ -66,5 +66,6 @@ projection project(const thread_view& t, const context_policy& policy, std::span
 // How a tool_result entry's payload reads to the model: the result as JSON
 // text (a string result as itself), or {"error": {...}}.
 std::string tool_result_text(const boost::json::object& payload);
+std::string tool_result_text(const entry_payload& payload);
 
 }  // namespace troupe

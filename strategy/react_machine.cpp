@@ -50,7 +50,7 @@ class stepper {
     state_.request_usage = {};
     state_.error.reset();
     state_.tool_calls.clear();
-    commit(entry_kind::message, {{"role", "user"}, {"content", q.text}}, refs());
+    commit(message_payload{"user", q.text, {}, {}, {}}, refs());
     start_llm_call();
   }
 
@@ -102,22 +102,14 @@ class stepper {
     const std::string& text = c.text.empty() ? state_.streamed_text : c.text;
     const std::string& thinking = c.thinking.empty() ? state_.streamed_thinking : c.thinking;
     if (c.tool_calls.empty()) {
-      json::object payload = payload_of(4);
-      payload.emplace("role", "assistant");
-      payload.emplace("content", text);
-      if (!thinking.empty()) payload.emplace("thinking", thinking);
-      if (!c.finish_reason.empty()) payload.emplace("finish_reason", c.finish_reason);
-      commit(entry_kind::message, std::move(payload), refs(state_.call_id));
+      commit(message_payload{"assistant", text, thinking, c.finish_reason, {}}, refs(state_.call_id));
       directives_.push_back(reply{state_.request_id, text, state_.request_usage, state_.iteration});
       state_.status = react_status::completed;
       clear_stream();
       return;
     }
-    if (!text.empty() || !thinking.empty()) {
-      json::object payload{{"role", "assistant"}, {"content", text}};
-      if (!thinking.empty()) payload["thinking"] = thinking;
-      commit(entry_kind::message, std::move(payload), refs(state_.call_id));
-    }
+    if (!text.empty() || !thinking.empty())
+      commit(message_payload{"assistant", text, thinking, {}, {}}, refs(state_.call_id));
     clear_stream();
     dispatch_tools(c.tool_calls);
   }
@@ -132,11 +124,14 @@ class stepper {
                                      [&](const auto& q) { return q.call.id == p.call.id; });
       if (p.call.id.empty() || taken) p.call.id = ids_.next("toolcall");
 
-      json::object payload = payload_of(3);
-      payload.emplace("name", p.call.name);
-      payload.emplace("arguments", p.call.arguments);
-      if (p.call.invalid_arguments) payload.emplace("invalid_arguments", *p.call.invalid_arguments);
-      commit(entry_kind::tool_call, std::move(payload), refs(state_.call_id, p.call.id));
+      if (auto typed = tool_call_payload::of(p.call.name, p.call.arguments, p.call.invalid_arguments)) {
+        commit(std::move(*typed), refs(state_.call_id, p.call.id));
+      } else {
+        // An empty invalid_arguments text: the typed struct has no room for it.
+        json::object payload{{"name", p.call.name}, {"arguments", p.call.arguments}};
+        payload.emplace("invalid_arguments", *p.call.invalid_arguments);
+        commit(entry_draft(std::string(entry_kind::tool_call), std::move(payload), refs(state_.call_id, p.call.id)));
+      }
 
       if (!find_tool(config_.tools, p.call.name)) {
         p.outcome = error_info::of(error_type::unknown_tool, unknown_tool_message(p.call.name));
@@ -169,12 +164,8 @@ class stepper {
   // Results go to the thread in the order the model asked for the calls,
   // whatever order they finished in.
   void commit_tool_results() {
-    for (const pending_tool_call& p : state_.tool_calls) {
-      json::object payload = payload_of(2);
-      payload.emplace("name", p.call.name);
-      put_tool_outcome(payload, *p.outcome);
-      commit(entry_kind::tool_result, std::move(payload), refs(state_.call_id, p.call.id));
-    }
+    for (const pending_tool_call& p : state_.tool_calls)
+      commit(tool_result_payload::of(p.call.name, *p.outcome), refs(state_.call_id, p.call.id));
     state_.tool_calls.clear();
   }
 
@@ -204,13 +195,13 @@ class stepper {
     if (!meta.needs_summary || !meta.summarize_to_seq || !state_.summary_call_id.empty()) return;
     const entry* previous = thread_.latest_summary();
     const std::uint64_t from =
-        previous ? static_cast<std::uint64_t>(int_field(previous->payload, "to_seq").value_or(0)) + 1 : 0;
+        previous ? static_cast<std::uint64_t>(previous->payload.integer("to_seq").value_or(0)) + 1 : 0;
     const std::uint64_t to = *meta.summarize_to_seq;
     if (to < from || to >= thread_.size()) return;
 
     std::string transcript;
     if (previous)
-      transcript += "Earlier summary: " + std::string(string_field(previous->payload, "content").value_or("")) + "\n\n";
+      transcript += "Earlier summary: " + std::string(previous->payload.string("content").value_or("")) + "\n\n";
     for (const entry& e : thread_.slice(from, to)) transcript += transcript_line(e);
     summarize s;
     s.call_id = ids_.next("summary");
@@ -231,9 +222,12 @@ class stepper {
     if (e.kind == entry_kind::message)
       return std::string(string_field(e.payload, "role").value_or("?")) + ": " +
              std::string(string_field(e.payload, "content").value_or("")) + "\n";
-    if (e.kind == entry_kind::tool_call)
+    if (e.kind == entry_kind::tool_call) {
+      const auto* typed = e.payload.get_if<tool_call_payload>();
       return "assistant calls " + std::string(string_field(e.payload, "name").value_or("?")) + " " +
-             json_text(e.payload.contains("arguments") ? e.payload.at("arguments") : json::value()) + "\n";
+             (typed ? typed->arguments_text.str() : json_text(e.payload.value("arguments").value_or(json::value()))) +
+             "\n";
+    }
     if (e.kind == entry_kind::tool_result)
       return "tool " + std::string(string_field(e.payload, "name").value_or("?")) + " returned " +
              tool_result_text(e.payload) + "\n";
@@ -248,16 +242,13 @@ class stepper {
       payload.emplace("to_seq", state_.summary_to_seq);
       payload.emplace("content", c->text);
       payload.emplace("model", config_.summary_model.empty() ? config_.model : config_.summary_model);
-      json::object refs;
-      refs.emplace("call_id", state_.summary_call_id);
-      commit(entry_kind::summary, std::move(payload), std::move(refs));
+      commit(entry_draft(std::string(entry_kind::summary), std::move(payload), {{"call_id", state_.summary_call_id}}));
     }
     state_.summary_call_id.clear();
   }
 
   void end_with_error(error_info e) {
-    json::object payload = to_json(e).as_object();
-    commit(entry_kind::error, std::move(payload), refs(state_.call_id));
+    commit(entry_draft(std::string(entry_kind::error), to_json(e).as_object(), refs(state_.call_id)));
     directives_.push_back(reply{state_.request_id, e, state_.request_usage, state_.iteration});
     state_.status = react_status::error;
     state_.error = std::move(e);
@@ -265,22 +256,15 @@ class stepper {
     clear_stream();
   }
 
-  void commit(std::string_view kind, json::object payload, json::object refs) {
-    entries_.push_back(entry_draft{std::string(kind), std::move(payload), std::move(refs)});
+  void commit(entry_draft d) { entries_.push_back(std::move(d)); }
+  template <class Payload>
+  void commit(Payload p, entry_refs r) {
+    entries_.push_back(entry_draft(std::move(p), std::move(r)));
   }
 
-  // Built with its final size: growing a Boost.JSON object rehashes it.
-  json::object refs(std::string_view call_id = {}, std::string_view tool_call_id = {}) const {
-    json::object r(4);
-    r.emplace("request_id", state_.request_id);
-    r.emplace("iteration", state_.iteration);
-    if (!call_id.empty()) r.emplace("call_id", call_id);
-    if (!tool_call_id.empty()) r.emplace("tool_call_id", tool_call_id);
-    return r;
+  entry_refs refs(std::string_view call_id = {}, std::string_view tool_call_id = {}) const {
+    return entry_refs::of(state_.request_id, state_.iteration, call_id, tool_call_id);
   }
-
-  // A payload object with room for `n` fields.
-  static json::object payload_of(std::size_t n) { return json::object(n); }
 
   void clear_stream() {
     state_.streamed_text.clear();

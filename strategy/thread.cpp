@@ -54,8 +54,14 @@ std::vector<const entry*> thread_view::of_kinds(std::initializer_list<std::strin
 
 std::vector<const entry*> thread_view::with_ref(std::string_view key, const json::value& value) const {
   std::vector<const entry*> out;
-  for (const entry& e : entries())
-    if (const json::value* v = e.refs.if_contains(key); v && *v == value) out.push_back(&e);
+  const json::string* wanted = value.if_string();
+  for (const entry& e : entries()) {
+    if (wanted) {
+      if (e.refs.string(key) == std::string_view(*wanted)) out.push_back(&e);
+    } else if (e.refs.value(key) == value) {
+      out.push_back(&e);
+    }
+  }
   return out;
 }
 
@@ -106,7 +112,10 @@ entry_range thread::append(std::vector<entry_draft> drafts, std::int64_t now_ms,
   for (auto& d : drafts)
     stamped.push_back(entry{ids.next("entry"), size_ + stamped.size(), now_ms, std::move(d.kind), std::move(d.payload),
                             std::move(d.refs), 0});
-  for (entry& e : stamped) e.tokens = estimate_tokens(e.kind, e.payload);
+  for (entry& e : stamped) {
+    e.payload.normalize(e.kind);
+    e.tokens = estimate_tokens(e.kind, e.payload);
+  }
   const std::size_t first = size_;
   push(stamped);
   if (size_ != first) updated_at_ = now_ms;
@@ -116,6 +125,7 @@ entry_range thread::append(std::vector<entry_draft> drafts, std::int64_t now_ms,
 const entry& thread::append(entry_draft draft, std::int64_t now_ms, id_source& ids) {
   if (draft.kind.empty()) throw std::invalid_argument("thread::append: an entry needs a kind");
   entry e{ids.next("entry"), size_, now_ms, std::move(draft.kind), std::move(draft.payload), std::move(draft.refs), 0};
+  e.payload.normalize(e.kind);
   e.tokens = estimate_tokens(e.kind, e.payload);
   push(std::span<entry>(&e, 1));
   updated_at_ = now_ms;
@@ -132,7 +142,10 @@ decoded<thread> thread::restore(std::string id, std::uint64_t rev, std::int64_t 
   }
   if (rev < entries.size()) return decode_error{"rev", "is smaller than the number of entries"};
   thread t(std::move(id), created_at, std::move(metadata));
-  for (entry& e : entries) e.tokens = estimate_tokens(e.kind, e.payload);
+  for (entry& e : entries) {
+    e.payload.normalize(e.kind);
+    e.tokens = estimate_tokens(e.kind, e.payload);
+  }
   t.push(entries);
   t.rev_ = rev;
   t.updated_at_ = updated_at;

@@ -7,8 +7,12 @@ namespace troupe {
 namespace json = boost::json;
 
 json::value to_json(const entry& e) {
-  return json::object{{"id", e.id},     {"seq", e.seq},         {"at", e.at},
-                      {"kind", e.kind}, {"payload", e.payload}, {"refs", e.refs}};
+  return json::object{{"id", e.id.view()},
+                      {"seq", e.seq},
+                      {"at", e.at},
+                      {"kind", e.kind.view()},
+                      {"payload", e.payload.to_json()},
+                      {"refs", e.refs.to_json()}};
 }
 
 json::value to_json(const thread_view& t) {
@@ -34,8 +38,9 @@ decoded<entry> decode_entry(const json::value& v, std::string path) {
   const std::int64_t seq = r.int64("seq");
   e.at = r.int64("at");
   e.kind = r.string("kind");
-  e.payload = r.object("payload");
-  e.refs = r.optional_object("refs").value_or(json::object{});
+  json::object payload = r.object("payload");
+  e.refs = entry_refs(r.optional_object("refs").value_or(json::object{}));
+  e.payload = entry_payload::from_json(e.kind, std::move(payload));
   if (!r.ok()) return r.error();
   if (seq < 0) return decode_error{r.field_path("seq"), "must not be negative"};
   e.seq = static_cast<std::uint64_t>(seq);

@@ -31,10 +31,7 @@ json::value to_json(const conversation_totals& t) {
 
 namespace {
 
-std::string_view role_of(const entry& e) {
-  const auto* role = e.payload.if_contains("role");
-  return role && role->is_string() ? std::string_view(role->get_string()) : std::string_view();
-}
+std::string_view role_of(const entry& e) { return e.payload.string("role").value_or(""); }
 
 // The first line of a message, cut at a character boundary: what a list of
 // conversations shows until someone names it.
@@ -71,9 +68,8 @@ conversation_touch touch_from(entry_range new_entries) {
     if (e.kind != entry_kind::message) continue;
     out.last_message_at = std::max(out.last_message_at.value_or(e.at), e.at);
     if (!out.title && role_of(e) == "user") {
-      const auto* content = e.payload.if_contains("content");
-      if (content && content->is_string() && !content->get_string().empty())
-        out.title = title_from(content->get_string());
+      const auto content = e.payload.string("content");
+      if (content && !content->empty()) out.title = title_from(*content);
     }
   }
   return out;

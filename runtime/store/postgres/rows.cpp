@@ -24,8 +24,8 @@ stored<entry> read_entry(const result& r, int row, const std::string& thread_id)
   if (!payload) return payload.error();
   auto refs = parse_object(r.text(row, 5), what + " refs");
   if (!refs) return refs.error();
-  e.payload = std::move(*payload);
-  e.refs = std::move(*refs);
+  e.payload = entry_payload::from_json(e.kind, std::move(*payload));
+  e.refs = entry_refs(*refs);
   e.tokens = estimate_tokens(e.kind, e.payload);
   return e;
 }

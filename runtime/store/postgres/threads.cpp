@@ -28,8 +28,8 @@ std::string entries_json(entry_range entries) {
   std::string out = "[";
   for (const entry& e : entries) {
     if (out.size() > 1) out += ',';
-    out += "{\"seq\":" + std::to_string(e.seq) + ",\"id\":" + json_text(json::string(e.id)) +
-           ",\"at\":" + std::to_string(e.at) + ",\"kind\":" + json_text(json::string(e.kind)) +
+    out += "{\"seq\":" + std::to_string(e.seq) + ",\"id\":" + json_text(json::string(e.id.view())) +
+           ",\"at\":" + std::to_string(e.at) + ",\"kind\":" + json_text(json::string(e.kind.view())) +
            ",\"payload\":" + json_text(json::string(json_text(e.payload))) +
            ",\"refs\":" + json_text(json::string(json_text(e.refs))) + "}";
   }

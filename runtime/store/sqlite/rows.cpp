@@ -17,8 +17,8 @@ stored<entry> read_entry(const statement& s, const std::string& thread_id) {
   json::value refs = ec ? json::value() : json::parse(s.text(5), ec);
   if (ec || !payload.is_object() || !refs.is_object())
     return store_error{"corrupt", "thread " + thread_id + ": entry " + std::to_string(e.seq) + " is not valid JSON"};
-  e.payload = std::move(payload.as_object());
-  e.refs = std::move(refs.as_object());
+  e.payload = entry_payload::from_json(e.kind, std::move(payload.as_object()));
+  e.refs = entry_refs(refs.as_object());
   e.tokens = estimate_tokens(e.kind, e.payload);
   return e;
 }
