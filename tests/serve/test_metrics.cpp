@@ -1,7 +1,12 @@
 #include "apps/serve/metrics.hpp"
 #include "apps/serve/serve_metrics.hpp"
+#include "apps/serve/timed_store.hpp"
+#include "runtime/random_ids.hpp"
+#include "runtime/store/memory_store.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <mutex>
 
 using namespace troupe;
 using namespace troupe::serve;
@@ -147,5 +152,44 @@ TEST_CASE("serve metrics count what the runtime's telemetry reports", "[serve][m
     CHECK(has_line(text, "troupe_turns_queued 0"));
     CHECK(has_line(text, "troupe_store_commit_duration_seconds_count 0"));
     CHECK(has_line(text, "# TYPE troupe_turn_duration_seconds histogram"));
+  }
+}
+
+TEST_CASE("a timed store times every commit and passes everything on", "[serve][metrics]") {
+  auto inner = std::make_shared<memory_store>();
+  std::vector<double> commits;
+  std::mutex mutex;
+  timed_store store(inner, [&](double s) {
+    std::lock_guard lock(mutex);
+    commits.push_back(s);
+  });
+  random_ids ids(7);
+  thread t("t1", 0);
+  t.append(entry_draft{"message", {{"role", "user"}, {"content", "hi"}}, {}}, 0, ids);
+  SECTION("a blocking commit") {
+    REQUIRE(store.append(t, 0).has_value());
+    CHECK(commits.size() == 1);
+    CHECK(commits[0] >= 0);
+    CHECK(inner->load("t1")->size() == 1);
+  }
+  SECTION("a queued commit is timed when its outcome comes") {
+    std::optional<stored<std::uint64_t>> outcome;
+    store.append_queued(t, 0, nullptr, [&](stored<std::uint64_t> r) { outcome = r; });
+    REQUIRE(outcome);
+    CHECK(outcome->has_value());
+    CHECK(commits.size() == 1);
+  }
+  SECTION("a refused commit is timed too, and refused") {
+    REQUIRE(store.append(t, 0).has_value());
+    CHECK_FALSE(store.append(t, 0).has_value());  // a stale writer
+    CHECK(commits.size() == 2);
+  }
+  SECTION("reads, removal and the commit path are the wrapped store's") {
+    REQUIRE(store.append(t, 0).has_value());
+    CHECK(store.path() == inner->path());
+    CHECK(store.list() == std::vector<std::string>{"t1"});
+    CHECK(store.remove("t1"));
+    CHECK_FALSE(inner->load("t1").has_value());
+    CHECK(commits.size() == 1);
   }
 }
