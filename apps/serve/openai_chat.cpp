@@ -1,12 +1,13 @@
 #include "apps/serve/openai_chat.hpp"
 
+#include "apps/serve/http.hpp"
+
 #include "signals/error_info.hpp"
 #include "signals/json_reader.hpp"
 #include "signals/json_text.hpp"
 
 #include <boost/json/parse.hpp>
 
-#include <array>
 #include <map>
 
 namespace troupe::serve {
@@ -287,30 +288,17 @@ std::string usage_chunk_json(const completion_header& h, const token_usage& usag
 }
 
 openai_error turn_error(std::string_view type, std::string_view message) {
-  struct mapping {
-    std::string_view troupe_type;
-    int status;
-    std::string_view openai_type;
-  };
-  static constexpr std::array<mapping, 12> table{{
-      {error_type::queue_full, 429, "rate_limit_error"},
-      {error_type::busy, 429, "rate_limit_error"},
-      {error_type::deadline_exceeded, 504, "timeout_error"},
-      {error_type::invalid_query, 400, "invalid_request_error"},
-      {error_type::shutdown, 503, "service_unavailable_error"},
-      {error_type::agent_stopped, 503, "service_unavailable_error"},
-      {error_type::agent_failed, 503, "service_unavailable_error"},
-      {error_type::cancelled, 503, "service_unavailable_error"},
-      {error_type::thread_owned_elsewhere, 409, "conflict_error"},
-      {error_type::store_failed, 500, "server_error"},
-      {error_type::store_timeout, 503, "service_unavailable_error"},
-      {error_type::callback_failed, 500, "server_error"},
-  }};
-  for (const mapping& m : table)
-    if (m.troupe_type == type)
-      return {m.status, std::string(m.openai_type), std::string(message), {}, std::string(type)};
-  // Whatever else ends a turn comes from its model: the upstream failed.
-  return {502, "upstream_error", std::string(message), {}, std::string(type)};
+  // The status is the one the conversations API answers with; the type is
+  // OpenAI's name for that kind of failure.
+  const int status = static_cast<int>(status_of_error(type));
+  std::string_view openai_type = "server_error";
+  if (status == 400) openai_type = "invalid_request_error";
+  if (status == 409) openai_type = "conflict_error";
+  if (status == 429) openai_type = "rate_limit_error";
+  if (status == 502) openai_type = "upstream_error";
+  if (status == 503) openai_type = "service_unavailable_error";
+  if (status == 504) openai_type = "timeout_error";
+  return {status, std::string(openai_type), std::string(message), {}, std::string(type)};
 }
 
 }  // namespace troupe::serve

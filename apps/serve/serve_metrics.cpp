@@ -77,7 +77,7 @@ bool serve_metrics::wants(telemetry_kind k) const {
 void serve_metrics::emit(const telemetry_event& e) {
   switch (e.kind) {
     case telemetry_kind::request_started:
-      turn_started(e.request_id);
+      dequeued(e.request_id);
       turns_running_.with({e.agent_id}).add(1);
       break;
     case telemetry_kind::request_completed:
@@ -118,11 +118,15 @@ void serve_metrics::turn_submitted(const std::string& request_id) {
   if (queued_.insert(request_id).second) turns_queued_().add(1);
 }
 
-void serve_metrics::turn_started(const std::string& request_id) {
+void serve_metrics::dequeued(const std::string& request_id) {
   std::lock_guard lock(mutex_);
   if (queued_.erase(request_id)) turns_queued_().add(-1);
 }
 
-void serve_metrics::turn_ended(const std::string& request_id) { turn_started(request_id); }
+void serve_metrics::turn_ended(const std::string& request_id) { dequeued(request_id); }
+
+void serve_metrics::request_finished(const request_record& r) {
+  request_answered(r.route, r.method, static_cast<int>(r.status), static_cast<double>(r.duration.count()) / 1e6);
+}
 
 }  // namespace troupe::serve

@@ -3,9 +3,11 @@
 // calls and tokens come from the runtime's own telemetry (serve_metrics is a
 // telemetry sink, put beside the others with fanout_sink); what only the
 // server sees — requests by route and status, queued turns, open streams —
-// it counts itself; store commits are timed by timed_store.
+// it hears as one of the server's observers; store commits are timed by
+// timed_store.
 
 #include "apps/serve/metrics.hpp"
+#include "apps/serve/observer.hpp"
 #include "runtime/telemetry/telemetry.hpp"
 
 #include <mutex>
@@ -14,7 +16,7 @@
 
 namespace troupe::serve {
 
-class serve_metrics final : public telemetry_sink {
+class serve_metrics final : public telemetry_sink, public serve_observer {
  public:
   serve_metrics();
 
@@ -32,16 +34,20 @@ class serve_metrics final : public telemetry_sink {
   void turn_submitted(const std::string& request_id);
   void turn_ended(const std::string& request_id);
 
-  void stream_opened() { active_streams_().add(1); }
-  void stream_closed() { active_streams_().add(-1); }
-
   void store_committed(double seconds) { store_commit_seconds_().observe(seconds); }
+
+  // The server's observer.
+  void request_finished(const request_record& r) override;
+  void turn_started(const turn_started_record& r) override { turn_submitted(r.request_id); }
+  void turn_finished(const turn_record& r) override { turn_ended(r.request_id); }
+  void stream_opened() override { active_streams_().add(1); }
+  void stream_closed() override { active_streams_().add(-1); }
 
   std::string exposition() const { return registry_.exposition(); }
   metrics_registry& registry() { return registry_; }
 
  private:
-  void turn_started(const std::string& request_id);
+  void dequeued(const std::string& request_id);
 
   metrics_registry registry_;
   counter_family& http_requests_;

@@ -256,10 +256,13 @@ try {
     assert.match(r.headers.get('content-type'), /^text\/plain; version=0\.0\.4/);
     const text = await r.text();
     assert.match(text, /# TYPE troupe_turn_duration_seconds histogram/);
-    assert.match(text, /troupe_http_requests_total\{route="\/v1\/chat\/completions",method="POST",status="200"\} 5\n/);
+    // Six answered 200: the stream that failed had begun before its model failed.
+    assert.match(text, /troupe_http_requests_total\{route="\/v1\/chat\/completions",method="POST",status="200"\} 6\n/);
     assert.match(text, /troupe_http_requests_total\{route="\/v1\/chat\/completions",method="POST",status="400"\} 1\n/);
     assert.match(text, /troupe_tokens_total\{agent="helper",direction="input"\} 79\n/);
     assert.match(text, /troupe_turns_total\{agent="helper",outcome="ok"\} 5\n/);
+    assert.match(text, /troupe_turns_total\{agent="helper",outcome="error"\} 1\n/);
+    assert.match(text, /troupe_active_streams 0\n/);
   });
 } finally {
   server.kill('SIGTERM');
