@@ -1,5 +1,10 @@
 #include "sse_load_client.hpp"
 
+// GCC 12 mistakes the coroutine frame's own sized operator delete (Asio's
+// awaitable_frame_base, which pairs with its operator new) for a mismatch
+// once the coroutine is inlined into its caller.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -78,9 +83,12 @@ asio::awaitable<void> conversation(shared_run& run, std::size_t index) {
   std::optional<beast::tcp_stream> stream;
   bool connected = false;
   beast::flat_buffer buffer;
-  const std::string target =
-      "/v1/conversations/bench/" + run.plan.chat_prefix + "-" + std::to_string(index) + "/messages";
+  const std::string chat = "/v1/conversations/bench/" + run.plan.chat_prefix + "-" + std::to_string(index);
   for (std::size_t turn = 0; turn < run.plan.turns && clock_type::now() < run.stop_starting; ++turn) {
+    const char* step = "connecting";
+    const std::string target = run.plan.turns_per_chat == 0
+                                   ? chat + "/messages"
+                                   : chat + "-" + std::to_string(turn / run.plan.turns_per_chat) + "/messages";
     try {
       if (!connected) {
         stream.emplace(executor);
@@ -97,13 +105,16 @@ asio::awaitable<void> conversation(shared_run& run, std::size_t index) {
       req.prepare_payload();
       req.keep_alive(true);
 
+      step = "writing the request";
       const auto sent = clock_type::now();
       stream->expires_at(run.started + run.plan.deadline);
       co_await http::async_write(*stream, req, asio::use_awaitable);
+      step = "reading the head";
       http::response_parser<http::string_body> parser;
       parser.body_limit(boost::none);
       co_await http::async_read_header(*stream, buffer, parser, asio::use_awaitable);
       const unsigned status = parser.get().result_int();
+      step = "reading the events";
 
       turn_sample sample;
       bool seen_event = false, seen_delta = false, completed = false;
@@ -139,7 +150,7 @@ asio::awaitable<void> conversation(shared_run& run, std::size_t index) {
         run.failed("turn " + std::to_string(turn) + " of " + target + ": status " + std::to_string(status) + " " +
                    (error_event.empty() ? parser.get().body().substr(0, 200) : error_event));
     } catch (const std::exception& e) {
-      run.failed("turn " + std::to_string(turn) + " of " + target + ": " + e.what());
+      run.failed("turn " + std::to_string(turn) + " of " + target + ", " + step + ": " + e.what());
       beast::error_code ignored;
       if (stream) stream->socket().close(ignored);
       connected = false;

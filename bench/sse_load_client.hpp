@@ -28,6 +28,9 @@ struct load_plan {
   // The whole run is abandoned past this (a server that stopped answering).
   std::chrono::milliseconds deadline{std::chrono::minutes(15)};
   std::string chat_prefix = "c";  // chat ids are PREFIX-N: a run's own conversations
+  // Non-zero: each conversation moves to a new chat (PREFIX-N-G) after this
+  // many turns, so that old threads go idle as in a long-lived service.
+  std::size_t turns_per_chat = 0;
   std::size_t threads = 2;
 };
 
