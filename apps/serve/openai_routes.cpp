@@ -88,8 +88,12 @@ void stream_chunks(const std::shared_ptr<exchange>& ex, const std::shared_ptr<tu
   });
 }
 
-void answer_once(const std::shared_ptr<exchange>& ex, const std::shared_ptr<turn>& t, completion_header h) {
-  t->when_finished([ex, h](const turn_result& r) {
+// `forget` (the seeded thread's removal) runs before the answer goes out,
+// so a client that has its answer finds the store without that thread.
+void answer_once(const std::shared_ptr<exchange>& ex, const std::shared_ptr<turn>& t, completion_header h,
+                 std::function<void()> forget) {
+  t->when_finished([ex, h, forget = std::move(forget)](const turn_result& r) {
+    if (forget) forget();
     if (const auto* answer = std::get_if<std::string>(&r.outcome.outcome))
       return ex->respond(completion_response(completion_json(h, *answer, r.outcome.usage)));
     const auto& e = std::get<error_info>(r.outcome.outcome);
@@ -182,14 +186,15 @@ void post_chat_completion(route_context& ctx, const std::shared_ptr<exchange>& e
   const std::shared_ptr<turn>& t = admitted.started;
   const completion_header h{"chatcmpl-" + ids.request_id, wall_clock_ms() / 1000, req.model};
   // The answer is subscribed before the turn runs, so a fast turn cannot end unseen.
-  if (req.stream)
+  // A turn ends on a worker (turn_runner's complete), where a store call may block.
+  std::function<void()> forget;
+  if (stateless) forget = [&ctx, thread_id = ids.thread_id] { ctx.agents.store().threads->remove(thread_id); };
+  if (req.stream) {
     stream_chunks(ex, t, h, req.include_usage, a->config.cancel_on_disconnect);
-  else
-    answer_once(ex, t, h);
-  if (stateless)
-    t->when_finished([&ctx, thread_id = ids.thread_id](const turn_result&) {
-      boost::asio::post(ctx.workers, [&ctx, thread_id] { ctx.agents.store().threads->remove(thread_id); });
-    });
+    if (forget) t->when_finished([forget](const turn_result&) { forget(); });
+  } else {
+    answer_once(ex, t, h, std::move(forget));
+  }
   run_turn(ctx.runner, t, *a);
 }
 
