@@ -7,11 +7,8 @@
 #include "apps/serve/server.hpp"
 
 #include "runtime/llm/scripted_provider.hpp"
+#include "support/http_client.hpp"
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/json/parse.hpp>
 #include <catch2/catch.hpp>
 
@@ -67,23 +64,11 @@ struct running_server {
 
   // One request; the status and the body.
   std::pair<unsigned, std::string> post(const std::string& target, const std::string& body,
-                                        const std::vector<std::pair<std::string, std::string>>& headers = {}) {
-    namespace http = boost::beast::http;
-    boost::asio::io_context io;
-    boost::beast::tcp_stream stream(io);
-    stream.connect({boost::asio::ip::make_address("127.0.0.1"), s->port()});
-    http::request<http::string_body> req{body.empty() ? http::verb::get : http::verb::post, target, 11};
-    req.set(http::field::host, "127.0.0.1");
-    req.set(http::field::authorization, "Bearer " + key);
-    req.set(http::field::content_type, "application/json");
-    for (const auto& [name, value] : headers) req.set(name, value);
-    req.body() = body;
-    req.prepare_payload();
-    http::write(stream, req);
-    boost::beast::flat_buffer buffer;
-    http::response<http::string_body> res;
-    http::read(stream, buffer, res);
-    return {res.result_int(), res.body()};
+                                        testing::header_list headers = {}) {
+    headers.emplace_back("Authorization", "Bearer " + key);
+    const testing::http_reply r =
+        testing::http_client(s->port()).send(testing::http::verb::post, target, body, headers);
+    return {r.status, r.body};
   }
 };
 
@@ -138,7 +123,7 @@ TEST_CASE("the caller's messages are the conversation the agent sees", "[serve][
     CHECK(srv.s->agents().store().threads->list().empty());
   }
   SECTION("a stored conversation keeps its history; only the last message is new") {
-    const std::vector<std::pair<std::string, std::string>> chat{{"X-Troupe-Conversation", "c1"}};
+    const testing::header_list chat{{"X-Troupe-Conversation", "c1"}};
     REQUIRE(srv.post("/v1/chat/completions",
                      R"({"model":"helper","user":"u1","messages":[{"role":"user","content":"first"}]})", chat)
                 .first == 200);
