@@ -32,12 +32,7 @@ void serve_turn(const std::shared_ptr<exchange>& ex, const std::shared_ptr<turn>
     if (last) stream->close();
   });
   if (sub == 0) return;
-  stream->on_disconnect([weak = std::weak_ptr<turn>(t), sub, cancel_on_disconnect] {
-    auto t = weak.lock();
-    if (!t) return;
-    t->unsubscribe(sub);
-    if (cancel_on_disconnect) t->cancel("the client disconnected");
-  });
+  follow_disconnect(stream, t, sub, cancel_on_disconnect);
 }
 
 // A turn told from its thread, to a stream from `after` on or as one object.

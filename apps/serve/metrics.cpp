@@ -121,17 +121,10 @@ void append_header(std::string& out, const Family& f, std::string_view type) {
   out += '\n';
 }
 
-void append_family(std::string& out, const counter_family& f) {
-  append_header(out, f, "counter");
-  for (const auto& [values, m] : f.series()) {
-    out += f.name();
-    append_labels(out, f.labels(), values);
-    out += ' ' + std::to_string(m->value()) + '\n';
-  }
-}
-
-void append_family(std::string& out, const gauge_family& f) {
-  append_header(out, f, "gauge");
+// Counters and gauges: one value per series.
+template <class Family>
+void append_values(std::string& out, const Family& f, std::string_view type) {
+  append_header(out, f, type);
   for (const auto& [values, m] : f.series()) {
     out += f.name();
     append_labels(out, f.labels(), values);
@@ -163,35 +156,29 @@ void append_family(std::string& out, const histogram_family& f) {
 
 }  // namespace
 
-std::string escape_label_value(std::string_view v) {
+namespace {
+
+// Backslashes and newlines always; double quotes inside label values only.
+std::string escaped(std::string_view v, bool quotes) {
   std::string out;
   out.reserve(v.size());
   for (char c : v) {
     if (c == '\\')
       out += "\\\\";
-    else if (c == '"')
-      out += "\\\"";
     else if (c == '\n')
       out += "\\n";
+    else if (c == '"' && quotes)
+      out += "\\\"";
     else
       out += c;
   }
   return out;
 }
 
-std::string escape_help(std::string_view v) {
-  std::string out;
-  out.reserve(v.size());
-  for (char c : v) {
-    if (c == '\\')
-      out += "\\\\";
-    else if (c == '\n')
-      out += "\\n";
-    else
-      out += c;
-  }
-  return out;
-}
+}  // namespace
+
+std::string escape_label_value(std::string_view v) { return escaped(v, true); }
+std::string escape_help(std::string_view v) { return escaped(v, false); }
 
 void metrics_registry::claim(const std::string& name, const std::vector<std::string>& labels) {
   if (!valid_name(name, true)) throw std::invalid_argument("not a metric name: \"" + name + "\"");
@@ -237,10 +224,10 @@ std::string metrics_registry::exposition() const {
   for (const entry& e : families_) {
     switch (e.type) {
       case metric_type::counter:
-        append_family(out, *e.counters);
+        append_values(out, *e.counters, "counter");
         break;
       case metric_type::gauge:
-        append_family(out, *e.gauges);
+        append_values(out, *e.gauges, "gauge");
         break;
       case metric_type::histogram:
         append_family(out, *e.histograms);

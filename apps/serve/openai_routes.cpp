@@ -80,12 +80,7 @@ void stream_chunks(const std::shared_ptr<exchange>& ex, const std::shared_ptr<tu
     if (last) stream->close();
   });
   if (sub == 0) return;
-  stream->on_disconnect([weak = std::weak_ptr<turn>(t), sub, cancel_on_disconnect] {
-    auto t = weak.lock();
-    if (!t) return;
-    t->unsubscribe(sub);
-    if (cancel_on_disconnect) t->cancel("the client disconnected");
-  });
+  follow_disconnect(stream, t, sub, cancel_on_disconnect);
 }
 
 // `forget` (the seeded thread's removal) runs before the answer goes out,

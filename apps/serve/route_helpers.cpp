@@ -28,6 +28,16 @@ void respond_store_error(const std::shared_ptr<exchange>& ex, const store_error&
       s, e.type == "not_found" || e.type == "invalid" || e.type == "conflict" ? e.type : "store_" + e.type, e.message));
 }
 
+void follow_disconnect(const std::shared_ptr<event_stream>& stream, const std::shared_ptr<turn>& t,
+                       std::uint64_t subscription, bool cancel_on_disconnect) {
+  stream->on_disconnect([weak = std::weak_ptr<turn>(t), subscription, cancel_on_disconnect] {
+    auto t = weak.lock();
+    if (!t) return;
+    t->unsubscribe(subscription);
+    if (cancel_on_disconnect) t->cancel("the client disconnected");
+  });
+}
+
 std::optional<json::object> json_body(const std::shared_ptr<exchange>& ex) {
   boost::system::error_code ec;
   json::value v = json::parse(ex->request().body(), ec);
