@@ -150,6 +150,7 @@ void post_chat_completion(route_context& ctx, const std::shared_ptr<exchange>& e
     auto conv =
         ctx.agents.store().conversations->get_or_create_conversation({ex->user(), "openai", req.user + "/" + chat});
     if (!conv) return respond_store_error(ex, conv.error());
+    if (!bind_agent(ctx, ex, *conv, a->config.id)) return;
     ids.conversation_id = conv->id;
     ids.thread_id = conv->thread_id;
   }

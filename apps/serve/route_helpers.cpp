@@ -1,5 +1,7 @@
 #include "apps/serve/route_context.hpp"
 
+#include "strategy/entry.hpp"
+
 #include <boost/json/parse.hpp>
 
 #include <charconv>
@@ -36,6 +38,25 @@ void follow_disconnect(const std::shared_ptr<event_stream>& stream, const std::s
     t->unsubscribe(subscription);
     if (cancel_on_disconnect) t->cancel("the client disconnected");
   });
+}
+
+bool bind_agent(route_context& ctx, const std::shared_ptr<exchange>& ex, const conversation& conv,
+                const std::string& agent_id) {
+  if (const auto bound = string_field(conv.metadata, "agent"); !bound) {
+    json::object metadata = conv.metadata;
+    metadata["agent"] = agent_id;
+    auto set = ctx.agents.store().conversations->set_conversation_metadata(conv.id, metadata);
+    if (!set) {
+      respond_store_error(ex, set.error());
+      return false;
+    }
+  } else if (*bound != agent_id) {
+    ex->respond(error_response(http::status::conflict, "agent_mismatch",
+                               "this conversation is answered by agent " + std::string(*bound) +
+                                   "; start another chat to talk to " + agent_id));
+    return false;
+  }
+  return true;
 }
 
 std::optional<json::object> json_body(const std::shared_ptr<exchange>& ex) {
