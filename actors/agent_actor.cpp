@@ -728,11 +728,20 @@ class agent_logic {
       telemetry_event e{seen.kind,        st_.id,       slot.conversation.history().id(),
                         state.request_id, seen.call_id, seen.tool_call_id,
                         seen.iteration,   took_us,      seen.detail};
-      if (trace) describe_span(e, *trace, s, tool);
+      if (trace)
+        describe_span(e, *trace, s, tool);
+      else if (seen.kind == telemetry_kind::llm_completed)
+        e.usage = usage_of(s);  // cheap, and what metrics count tokens from
       return e;
     });
     if (seen.event && slot.running && slot.running->events)
       self_->send(slot.running->events, event_atom::value, std::move(*seen.event));
+  }
+
+  static std::optional<token_usage> usage_of(const signal& s) {
+    if (const auto* r = std::get_if<llm_result>(&s))
+      if (const auto* c = std::get_if<llm_completion>(&r->outcome)) return c->usage;
+    return std::nullopt;
   }
 
   void report(telemetry_kind kind, const std::string& thread_id, const std::string& request_id) {

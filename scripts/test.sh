@@ -3,7 +3,8 @@
 # everything warning-free, and runs every test through ctest, beside a
 # throwaway PostgreSQL server for the PostgreSQL store's tests. The MCP
 # tests' servers come from the npm registry, pinned by
-# tests/mcp/package-lock.json (npm ci; Debian's nodejs and npm if missing).
+# tests/mcp/package-lock.json, the serve tests' clients (openai) by
+# tests/serve/js/package-lock.json (npm ci; Debian's nodejs and npm if missing).
 #
 # --sanitize builds the test suite with AddressSanitizer and
 # UndefinedBehaviorSanitizer into build-sanitize/ (or $TROUPE_BUILD_DIR) and
@@ -25,6 +26,7 @@ fi
 bash scripts/install-deps.sh postgresql
 command -v node >/dev/null && command -v npm >/dev/null || bash scripts/install-deps.sh nodejs npm
 npm ci --prefix tests/mcp --no-audit --no-fund
+npm ci --prefix tests/serve/js --no-audit --no-fund
 bash scripts/build.sh
 cd "${TROUPE_BUILD_DIR:-build}"
 bash "$root/scripts/with-postgres.sh" ctest --output-on-failure --parallel "$(nproc)"

@@ -25,6 +25,7 @@ bool is_scripted(const cli::model_options& m) {
 
 deployment::deployment(const serve_config& c, deployment_options o) {
   store_ = cli::store_for(c.store, default_store_uri());
+  if (o.wrap_threads) store_.threads = o.wrap_threads(store_.threads);
   std::vector<std::pair<agent_config, cli::resolved_model>> resolved;
   for (const agent_config& a : c.agents) {
     cli::resolved_model m = cli::resolve_model(a.model);

@@ -9,6 +9,7 @@
 #include "runtime/store/open_store.hpp"
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -21,6 +22,8 @@ struct deployment_options {
   // use a scripted provider they control).
   std::map<std::string, std::shared_ptr<llm_provider>> providers;
   std::shared_ptr<telemetry_sink> telemetry;  // null: log_sink
+  // Wraps the thread store the agents and routes use (the commit timer).
+  std::function<std::shared_ptr<thread_store>(std::shared_ptr<thread_store>)> wrap_threads;
 };
 
 struct deployed_agent {

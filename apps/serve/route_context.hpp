@@ -34,6 +34,17 @@ void on_worker(route_context& ctx, const std::shared_ptr<exchange>& ex,
 // The store's error as an HTTP answer: not_found 404, invalid 400, conflict 409, others 503.
 void respond_store_error(const std::shared_ptr<exchange>& ex, const store_error& e);
 
+// When the client of `stream` goes away: `subscription` to `t` ends, and
+// the turn is cancelled if the agent's policy says so.
+void follow_disconnect(const std::shared_ptr<event_stream>& stream, const std::shared_ptr<turn>& t,
+                       std::uint64_t subscription, bool cancel_on_disconnect);
+
+// One agent answers a conversation (its thread has one writer): binds the
+// conversation to `agent_id` the first time, or answers 409 (or the
+// store's error) and returns false when another agent answers it.
+bool bind_agent(route_context& ctx, const std::shared_ptr<exchange>& ex, const conversation& conv,
+                const std::string& agent_id);
+
 // The body as a JSON object, or nullopt after answering 400.
 std::optional<boost::json::object> json_body(const std::shared_ptr<exchange>& ex);
 

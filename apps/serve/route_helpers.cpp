@@ -1,5 +1,7 @@
 #include "apps/serve/route_context.hpp"
 
+#include "strategy/entry.hpp"
+
 #include <boost/json/parse.hpp>
 
 #include <charconv>
@@ -26,6 +28,35 @@ void respond_store_error(const std::shared_ptr<exchange>& ex, const store_error&
   if (e.type == "conflict") s = http::status::conflict;
   ex->respond(error_response(
       s, e.type == "not_found" || e.type == "invalid" || e.type == "conflict" ? e.type : "store_" + e.type, e.message));
+}
+
+void follow_disconnect(const std::shared_ptr<event_stream>& stream, const std::shared_ptr<turn>& t,
+                       std::uint64_t subscription, bool cancel_on_disconnect) {
+  stream->on_disconnect([weak = std::weak_ptr<turn>(t), subscription, cancel_on_disconnect] {
+    auto t = weak.lock();
+    if (!t) return;
+    t->unsubscribe(subscription);
+    if (cancel_on_disconnect) t->cancel("the client disconnected");
+  });
+}
+
+bool bind_agent(route_context& ctx, const std::shared_ptr<exchange>& ex, const conversation& conv,
+                const std::string& agent_id) {
+  if (const auto bound = string_field(conv.metadata, "agent"); !bound) {
+    json::object metadata = conv.metadata;
+    metadata["agent"] = agent_id;
+    auto set = ctx.agents.store().conversations->set_conversation_metadata(conv.id, metadata);
+    if (!set) {
+      respond_store_error(ex, set.error());
+      return false;
+    }
+  } else if (*bound != agent_id) {
+    ex->respond(error_response(http::status::conflict, "agent_mismatch",
+                               "this conversation is answered by agent " + std::string(*bound) +
+                                   "; start another chat to talk to " + agent_id));
+    return false;
+  }
+  return true;
 }
 
 std::optional<json::object> json_body(const std::shared_ptr<exchange>& ex) {

@@ -1,8 +1,13 @@
 #include "apps/serve/server.hpp"
 
 #include "apps/serve/listener.hpp"
+#include "apps/serve/metrics_route.hpp"
+#include "apps/serve/openai_routes.hpp"
 #include "apps/serve/route_context.hpp"
 #include "apps/serve/session.hpp"
+#include "apps/serve/timed_store.hpp"
+
+#include "runtime/telemetry/fanout_sink.hpp"
 
 #include <boost/asio/ip/address.hpp>
 
@@ -15,12 +20,21 @@ server::server(serve_config config, deployment_options options)
       keys_(config_.keys),
       workers_(config_.worker_threads),
       io_(static_cast<int>(config_.io_threads)) {
+  // The metrics hear the runtime's telemetry beside the server's own sink,
+  // and time the store's commits.
+  options.telemetry = combined(options.telemetry ? options.telemetry : std::make_shared<log_sink>(false), metrics_);
+  options.wrap_threads = [m = metrics_](std::shared_ptr<thread_store> s) -> std::shared_ptr<thread_store> {
+    return std::make_shared<timed_store>(std::move(s), [m](double seconds) { m->store_committed(seconds); });
+  };
+  observers_.add(metrics_);
   agents_ = std::make_unique<deployment>(config_, std::move(options));
   runner_ = std::make_unique<turn_context>(turn_context{*agents_, turns_, observers_, workers_});
   route_ctx_ = std::make_unique<route_context>(route_context{config_, *agents_, turns_, *runner_, workers_, draining_});
   add_message_routes(routes_, *route_ctx_);
   add_conversation_routes(routes_, *route_ctx_);
   add_service_routes(routes_, *route_ctx_);
+  add_openai_routes(routes_, *route_ctx_);
+  add_metrics_route(routes_, metrics_);
   sessions_ = std::make_unique<session_registry>();
   conn_ctx_ = std::make_unique<connection_context>(
       connection_context{routes_, keys_, config_.limits, observers_, draining_, *sessions_});

@@ -17,6 +17,7 @@
 #include "apps/serve/deployment.hpp"
 #include "apps/serve/observer.hpp"
 #include "apps/serve/router.hpp"
+#include "apps/serve/serve_metrics.hpp"
 #include "apps/serve/turn_registry.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -51,6 +52,8 @@ class server {
   deployment& agents() { return *agents_; }
   turn_registry& turns() { return turns_; }
   const serve_config& config() const { return config_; }
+  // What GET /metrics exposes (fed by telemetry, the observers and the store).
+  const serve_metrics& metrics() const { return *metrics_; }
   std::uint16_t port() const;
   bool draining() const { return draining_; }
 
@@ -62,6 +65,7 @@ class server {
 
  private:
   serve_config config_;
+  std::shared_ptr<serve_metrics> metrics_ = std::make_shared<serve_metrics>();
   router routes_;
   observer_list observers_;
   key_table keys_;

@@ -267,7 +267,9 @@ void session::watch_for_close() {
     if (!ec) {
       // The client's next request, pipelined: it is parsed after the stream.
       self->buffer_.commit(n);
-      if (self->phase_ == phase::reading) self->read_header();
+      // after_answer() may have run already (the last chunk written), having
+      // cancelled this read too late to abort it: then no one else reads on.
+      if (self->phase_ == phase::reading || (self->phase_ == phase::finishing && !self->writing_)) self->read_header();
       return;
     }
     if (ec == net::error::operation_aborted && self->phase_ == phase::finishing) return self->read_header();

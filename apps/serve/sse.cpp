@@ -12,11 +12,18 @@ sse_event make_event(std::uint64_t id, std::string name, const boost::json::valu
 std::string format_sse(const sse_event& e) {
   std::string out;
   out.reserve(e.name.size() + e.data.size() + 40);
-  out += "event: ";
-  out += e.name;
-  out += "\nid: ";
-  out += std::to_string(e.id);
-  out += "\ndata: ";
+  // Without a name and an id, a data line alone (OpenAI's stream format).
+  if (!e.name.empty()) {
+    out += "event: ";
+    out += e.name;
+    out += '\n';
+  }
+  if (e.id != 0) {
+    out += "id: ";
+    out += std::to_string(e.id);
+    out += '\n';
+  }
+  out += "data: ";
   out += e.data;
   out += "\n\n";
   return out;

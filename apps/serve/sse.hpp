@@ -10,8 +10,8 @@
 namespace troupe::serve {
 
 struct sse_event {
-  std::uint64_t id = 0;  // the turn's event number, from 1
-  std::string name;      // conversation, message.delta, tool.started, …
+  std::uint64_t id = 0;  // the turn's event number, from 1; 0: no id line
+  std::string name;      // conversation, message.delta, tool.started, …; empty: no event line
   std::string data;      // serialized JSON, one line
 };
 

@@ -33,6 +33,7 @@ struct turn_ids {
   std::string user;
   std::string content;  // the user's message
   std::string idempotency_key;
+  query_overrides overrides{};  // system prompt and sampling for this turn (the OpenAI endpoint's)
 };
 
 class turn {

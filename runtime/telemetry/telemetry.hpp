@@ -68,7 +68,7 @@ struct telemetry_event {
   // Model calls:
   std::string model{};
   std::string provider{};
-  std::optional<token_usage> usage{};
+  std::optional<token_usage> usage{};  // on llm_completed always, for metrics; elsewhere with spans
   std::string finish_reason{};
   std::int64_t first_chunk_us = -1;  // from the call's start to its first delta; -1: none came
   // Message content, only for sinks that ask for it (it may be private), as

@@ -1,0 +1,147 @@
+// POST /v1/chat/completions through a real socket, with a model that
+// records what it was sent: the caller's messages reach the model as the
+// conversation, the seeded thread is gone afterwards, and a stored
+// conversation keeps its history. (The openai npm client test covers the
+// wire shapes; this one what the agent sees.)
+
+#include "apps/serve/server.hpp"
+
+#include "runtime/llm/scripted_provider.hpp"
+#include "support/http_client.hpp"
+
+#include <boost/json/parse.hpp>
+#include <catch2/catch.hpp>
+
+#include <mutex>
+
+using namespace troupe;
+using namespace troupe::serve;
+namespace json = boost::json;
+
+namespace {
+
+const std::string key = "route-test-key-0123456789";
+
+// What each model call was sent.
+struct recorded {
+  std::mutex mutex;
+  std::vector<llm_stream> calls;
+
+  std::shared_ptr<llm_provider> provider() {
+    return std::make_shared<scripted_provider>([this](const llm_stream& s) {
+      std::lock_guard lock(mutex);
+      calls.push_back(s);
+      return scripted_reply::text("Seen " + std::to_string(s.messages.size()) + " messages.", token_usage{9, 3, 0});
+    });
+  }
+  llm_stream last() {
+    std::lock_guard lock(mutex);
+    REQUIRE(!calls.empty());
+    return calls.back();
+  }
+};
+
+struct running_server {
+  recorded model;
+  std::unique_ptr<server> s;
+
+  running_server() {
+    serve_config c = parse_config(
+        "listen = \"127.0.0.1:0\"\nstore = \"memory:\"\n"
+        "[[agents]]\nid = \"helper\"\nprovider = \"scripted\"\nscript = \"" +
+            std::string(TROUPE_FIXTURES_DIR) +
+            "/../../examples/scripts/calculator.json\"\n"
+            "system = \"The agent's own prompt.\"\n"
+            "[[keys]]\nkey = \"" +
+            key + "\"\nuser = \"ann\"\n",
+        "test.toml", ".");
+    deployment_options o;
+    o.providers["helper"] = model.provider();
+    s = std::make_unique<server>(std::move(c), std::move(o));
+    s->start();
+  }
+  ~running_server() { s->drain(); }
+
+  // One request; the status and the body.
+  std::pair<unsigned, std::string> post(const std::string& target, const std::string& body,
+                                        testing::header_list headers = {}) {
+    headers.emplace_back("Authorization", "Bearer " + key);
+    const testing::http_reply r =
+        testing::http_client(s->port()).send(testing::http::verb::post, target, body, headers);
+    return {r.status, r.body};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the caller's messages are the conversation the agent sees", "[serve][openai]") {
+  running_server srv;
+  SECTION("history, tool calls and results, the system prompt and parameters reach the model") {
+    const auto [status, body] = srv.post("/v1/chat/completions", R"({"model":"helper","temperature":0.25,
+      "messages":[{"role":"system","content":"Be terse."},
+        {"role":"user","content":"What is 2+2?"},
+        {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",
+          "function":{"name":"calculator","arguments":"{\"expression\":\"2+2\"}"}}]},
+        {"role":"tool","tool_call_id":"call_1","content":"4"},
+        {"role":"assistant","content":"4."},
+        {"role":"user","content":"And doubled?"}]})");
+    REQUIRE(status == 200);
+    const json::value answer = json::parse(body);
+    CHECK(answer.at("choices").at(0).at("message").at("content") == "Seen 6 messages.");
+    CHECK(answer.at("usage").at("total_tokens") == 12);
+
+    const llm_stream call = srv.model.last();
+    REQUIRE(call.messages.size() == 6);
+    CHECK(call.messages[0].role == "system");
+    CHECK(call.messages[0].content == "Be terse.");
+    CHECK(call.messages[1].role == "user");
+    CHECK(call.messages[1].content == "What is 2+2?");
+    CHECK(call.messages[2].role == "assistant");
+    REQUIRE(call.messages[2].tool_calls.size() == 1);
+    CHECK(call.messages[2].tool_calls[0].id == "call_1");
+    CHECK(call.messages[2].tool_calls[0].arguments == json::object{{"expression", "2+2"}});
+    CHECK(call.messages[3].role == "tool");
+    CHECK(call.messages[3].tool_call_id == "call_1");
+    CHECK(call.messages[3].content == "4");
+    CHECK(call.messages[4].content == "4.");
+    CHECK(call.messages[5].content == "And doubled?");
+    CHECK(call.params.temperature == 0.25);
+  }
+  SECTION("without system messages the agent's own prompt stays") {
+    REQUIRE(
+        srv.post("/v1/chat/completions", R"({"model":"helper","messages":[{"role":"user","content":"hi"}]})").first ==
+        200);
+    const llm_stream call = srv.model.last();
+    REQUIRE(call.messages.size() == 2);
+    CHECK(call.messages[0].content == "The agent's own prompt.");
+  }
+  SECTION("a stateless call leaves no thread in the store") {
+    REQUIRE(
+        srv.post("/v1/chat/completions", R"({"model":"helper","messages":[{"role":"user","content":"hi"}]})").first ==
+        200);
+    // Removed before the answer went out.
+    CHECK(srv.s->agents().store().threads->list().empty());
+  }
+  SECTION("a stored conversation keeps its history; only the last message is new") {
+    const testing::header_list chat{{"X-Troupe-Conversation", "c1"}};
+    REQUIRE(srv.post("/v1/chat/completions",
+                     R"({"model":"helper","user":"u1","messages":[{"role":"user","content":"first"}]})", chat)
+                .first == 200);
+    REQUIRE(srv.post("/v1/chat/completions",
+                     R"({"model":"helper","user":"u1","messages":[{"role":"user","content":"ignored"},
+                       {"role":"user","content":"second"}]})",
+                     chat)
+                .first == 200);
+    const llm_stream call = srv.model.last();
+    REQUIRE(call.messages.size() == 4);  // the agent's prompt, first, its answer, second
+    CHECK(call.messages[1].content == "first");
+    CHECK(call.messages[3].content == "second");
+  }
+  SECTION("X-Troupe-Conversation without user is refused") {
+    const auto [status, body] =
+        srv.post("/v1/chat/completions", R"({"model":"helper","messages":[{"role":"user","content":"x"}]})",
+                 {{"X-Troupe-Conversation", "c1"}});
+    CHECK(status == 400);
+    CHECK(json::parse(body).at("error").at("param") == "user");
+  }
+}
