@@ -4,6 +4,9 @@
 # throwaway PostgreSQL server for the PostgreSQL store's tests. The MCP
 # tests' servers come from the npm registry, pinned by
 # tests/mcp/package-lock.json (npm ci; Debian's nodejs and npm if missing).
+# The serve tests' node packages (playwright-core, which drives Debian's
+# chromium for the web chat page's test) are pinned by
+# tests/serve/js/package-lock.json the same way.
 #
 # --sanitize builds the test suite with AddressSanitizer and
 # UndefinedBehaviorSanitizer into build-sanitize/ (or $TROUPE_BUILD_DIR) and
@@ -22,9 +25,10 @@ elif [ $# -gt 0 ]; then
   echo "usage: scripts/test.sh [--sanitize]" >&2
   exit 2
 fi
-bash scripts/install-deps.sh postgresql
+bash scripts/install-deps.sh postgresql chromium
 command -v node >/dev/null && command -v npm >/dev/null || bash scripts/install-deps.sh nodejs npm
 npm ci --prefix tests/mcp --no-audit --no-fund
+npm ci --prefix tests/serve/js --no-audit --no-fund
 bash scripts/build.sh
 cd "${TROUPE_BUILD_DIR:-build}"
 bash "$root/scripts/with-postgres.sh" ctest --output-on-failure --parallel "$(nproc)"
