@@ -104,6 +104,8 @@ std::string env(const std::string& name) {
   return v ? v : "";
 }
 
+}  // namespace
+
 // A script: [{"text": "...", "chunks": [...], "tool_calls": [{"id", "name", "arguments"}],
 //             "error": {"type", "message"}, "usage": {...}, "delay_ms": 0}, ...]
 std::vector<scripted_reply> load_script(const std::string& path) {
@@ -147,8 +149,6 @@ std::vector<scripted_reply> load_script(const std::string& path) {
   }
   return replies;
 }
-
-}  // namespace
 
 resolved_model resolve_model(const model_options& o) {
   std::string provider = o.provider;

@@ -3,6 +3,7 @@
 // to: a provider, a model name and an agent spec.
 
 #include "actors/runtime.hpp"
+#include "runtime/llm/scripted_provider.hpp"
 #include "runtime/store/conversation_store.hpp"
 #include "runtime/store/open_store.hpp"
 #include "strategy/context_policy.hpp"
@@ -75,6 +76,10 @@ struct resolved_model {
   std::shared_ptr<llm_provider> provider;
   std::string model;
 };
+
+// The replies of a script file (--script): [{"text", "chunks", "tool_calls",
+// "error", "usage", "delay_ms"}, …]. Throws usage_error naming the reply.
+std::vector<scripted_reply> load_script(const std::string& path);
 
 // Throws usage_error.
 resolved_model resolve_model(const model_options& o);

@@ -4,8 +4,10 @@
 //   troupe simulate --agents N --turns M [model options] [--concurrency C] [--json]
 //   troupe threads list|show ID|fork ID --at SEQ|delete ID [--store URI] [--json]
 //   troupe conversations list --user U|show ID|trace ID|archive ID|delete ID [--store URI] [--json]
+//   troupe serve --config FILE [--listen HOST:PORT]   the agents behind an HTTP API
 
 #include "apps/commands.hpp"
+#include "apps/serve/serve_command.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -61,6 +63,9 @@ int main(int argc, char** argv) {
   CLI::App* threads = add_threads_command(app, threads_opts);
   CLI::App* conversations = add_conversations_command(app, conversations_opts);
 
+  troupe::serve::serve_command_options serve_opts;
+  CLI::App* serve = troupe::serve::add_serve_command(app, serve_opts);
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (ask->parsed()) return run_ask(ask_opts, question, ask_json);
@@ -68,6 +73,7 @@ int main(int argc, char** argv) {
     if (simulate->parsed()) return run_simulate(sim, sim_model, sim_store, sim_json);
     if (threads->parsed()) return run_threads(threads_opts);
     if (conversations->parsed()) return run_conversations(conversations_opts);
+    if (serve->parsed()) return troupe::serve::run_serve(serve_opts);
   } catch (const usage_error& e) {
     std::cerr << "troupe: " << e.what() << "\n";
     return 2;

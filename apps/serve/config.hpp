@@ -1,0 +1,82 @@
+#pragma once
+// What `troupe serve --config FILE` reads: the listen address, the store, the
+// limits, the agents and the API keys. Parsing checks everything a server
+// needs before it starts, so a bad file is refused with the field named
+// (agents[1].double_texting, keys[0].key_env, …) instead of failing on the
+// first request.
+
+#include "apps/model_options.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace troupe::serve {
+
+// What a second message to a conversation whose turn is still running does.
+enum class double_texting {
+  enqueue,    // runs after the turns before it (FIFO), up to max_queued_asks
+  reject,     // 409 while a turn runs
+  interrupt,  // cancels the running turn (its tool calls get results), then runs
+};
+
+struct agent_config {
+  std::string id;
+  std::string description;
+  // Provider, model, base_url, api_key_env, script, system prompt, tools,
+  // context policy, max_iterations and retries, resolved as `troupe ask`
+  // resolves its flags.
+  cli::model_options model;
+  std::size_t max_queued_asks = 16;  // per conversation, beyond the running turn
+  std::chrono::milliseconds request_deadline{std::chrono::minutes(5)};
+  double_texting on_double_text = double_texting::enqueue;
+  bool cancel_on_disconnect = false;  // a streaming client that goes away cancels its turn
+};
+
+struct api_key {
+  std::string key;  // never logged
+  std::string user;
+};
+
+struct serve_limits {
+  std::size_t max_body_bytes = 1 << 20;
+  std::size_t max_connections = 1024;
+  std::chrono::milliseconds header_timeout{std::chrono::seconds(10)};  // also the keep-alive idle time
+  std::chrono::milliseconds body_timeout{std::chrono::seconds(30)};
+  std::size_t max_stream_backlog_bytes = 8 << 20;  // unsent SSE bytes before a slow reader is dropped
+  std::size_t max_listed = 100;                    // conversations per list, messages per conversation
+};
+
+struct serve_config {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8080;
+  std::size_t io_threads = 2;
+  std::size_t worker_threads = 4;  // store calls and other blocking work, off the I/O threads
+  std::string store;               // empty: the default SQLite file
+  std::chrono::milliseconds drain_deadline{std::chrono::seconds(30)};
+  serve_limits limits;
+  std::vector<agent_config> agents;
+  std::vector<api_key> keys;
+  // MCP servers whose tools every agent may enable (as --mcp / --mcp-header).
+  std::vector<std::string> mcp;
+  std::vector<std::string> mcp_headers;
+  double mcp_timeout_seconds = 60;
+};
+
+// A config that cannot be served; what() names the field and the file.
+struct config_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// `origin` names the text in messages; relative paths (scripts) are resolved
+// against `base_dir`. Environment variables named by key_env are read here.
+serve_config parse_config(const std::string& text, const std::string& origin, const std::string& base_dir);
+serve_config load_config(const std::string& path);
+
+// "HOST:PORT" (as --listen gives it) into the config; config_error if malformed.
+void set_listen(serve_config& c, const std::string& host_port);
+
+}  // namespace troupe::serve

@@ -1,0 +1,55 @@
+#pragma once
+// The agents a config declares, running: the store, the runtime with the
+// built-in and MCP tools, and one agent per [[agents]] entry with its own
+// model provider.
+
+#include "apps/serve/config.hpp"
+
+#include "actors/runtime.hpp"
+#include "runtime/store/open_store.hpp"
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace troupe::serve {
+
+struct deployment_options {
+  // A provider for an agent id instead of the one its config names (tests
+  // use a scripted provider they control).
+  std::map<std::string, std::shared_ptr<llm_provider>> providers;
+  std::shared_ptr<telemetry_sink> telemetry;  // null: log_sink
+};
+
+struct deployed_agent {
+  agent_config config;
+  std::string model;
+  std::vector<std::string> tools;
+  agent handle;
+};
+
+class deployment {
+ public:
+  // Throws config_error (or cli::usage_error) for what cannot be started.
+  deployment(const serve_config& c, deployment_options o);
+  ~deployment();
+
+  const deployed_agent* find(const std::string& id) const;
+  const std::vector<deployed_agent>& agents() const { return agents_; }
+  store_handle& store() { return store_; }
+  // Every agent still running (for /readyz).
+  bool agents_up() const;
+  // Ends every running request with a shutdown error; idempotent.
+  void shutdown();
+  bool stopped() const { return stopped_; }
+
+ private:
+  store_handle store_;
+  std::unique_ptr<runtime> rt_;
+  std::vector<deployed_agent> agents_;
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace troupe::serve

@@ -1,0 +1,57 @@
+#pragma once
+// What the server's own routes share, and the helpers they answer with.
+
+#include "apps/serve/config.hpp"
+#include "apps/serve/deployment.hpp"
+#include "apps/serve/exchange.hpp"
+#include "apps/serve/router.hpp"
+#include "apps/serve/turn_registry.hpp"
+#include "apps/serve/turn_runner.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/json/object.hpp>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+
+namespace troupe::serve {
+
+struct route_context {
+  const serve_config& config;
+  deployment& agents;
+  turn_registry& turns;
+  turn_context& runner;
+  boost::asio::thread_pool& workers;
+  const std::atomic<bool>& draining;
+};
+
+// Runs `f` on a worker (store calls block); an exception becomes a 500.
+void on_worker(route_context& ctx, const std::shared_ptr<exchange>& ex,
+               std::function<void(const std::shared_ptr<exchange>&)> f);
+
+// The store's error as an HTTP answer: not_found 404, invalid 400, conflict 409, others 503.
+void respond_store_error(const std::shared_ptr<exchange>& ex, const store_error& e);
+
+// The body as a JSON object, or nullopt after answering 400.
+std::optional<boost::json::object> json_body(const std::shared_ptr<exchange>& ex);
+
+// A non-negative integer query parameter (`fallback` when absent), or
+// nullopt after answering 400 naming it.
+std::optional<std::uint64_t> count_param(const std::shared_ptr<exchange>& ex, std::string_view name,
+                                         std::uint64_t fallback, std::uint64_t max);
+
+// POST /v1/conversations/{platform}/{chat_id}/messages and GET /v1/conversations/{id}/events.
+void add_message_routes(router& r, route_context& ctx);
+// List, get, trace, archive, delete and fork.
+void add_conversation_routes(router& r, route_context& ctx);
+
+// The user's conversation, or nullopt after answering 404 (another user's
+// conversation is not found either) or the store's error.
+std::optional<conversation> owned_conversation(route_context& ctx, const std::shared_ptr<exchange>& ex,
+                                               const std::string& id);
+// GET /v1/agents, /healthz, /readyz.
+void add_service_routes(router& r, route_context& ctx);
+
+}  // namespace troupe::serve

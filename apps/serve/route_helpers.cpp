@@ -1,0 +1,70 @@
+#include "apps/serve/route_context.hpp"
+
+#include <boost/json/parse.hpp>
+
+#include <charconv>
+
+namespace troupe::serve {
+
+namespace json = boost::json;
+
+void on_worker(route_context& ctx, const std::shared_ptr<exchange>& ex,
+               std::function<void(const std::shared_ptr<exchange>&)> f) {
+  boost::asio::post(ctx.workers, [ex, f = std::move(f)] {
+    try {
+      f(ex);
+    } catch (const std::exception& e) {
+      ex->respond(error_response(http::status::internal_server_error, "internal", e.what()));
+    }
+  });
+}
+
+void respond_store_error(const std::shared_ptr<exchange>& ex, const store_error& e) {
+  http::status s = http::status::service_unavailable;
+  if (e.type == "not_found") s = http::status::not_found;
+  if (e.type == "invalid") s = http::status::bad_request;
+  if (e.type == "conflict") s = http::status::conflict;
+  ex->respond(error_response(
+      s, e.type == "not_found" || e.type == "invalid" || e.type == "conflict" ? e.type : "store_" + e.type, e.message));
+}
+
+std::optional<json::object> json_body(const std::shared_ptr<exchange>& ex) {
+  boost::system::error_code ec;
+  json::value v = json::parse(ex->request().body(), ec);
+  if (ec || !v.is_object()) {
+    ex->respond(error_response(http::status::bad_request, "invalid_json",
+                               ec ? "the body is not valid JSON: " + ec.message() : "the body must be a JSON object"));
+    return std::nullopt;
+  }
+  return std::move(v.as_object());
+}
+
+std::optional<std::uint64_t> count_param(const std::shared_ptr<exchange>& ex, std::string_view name,
+                                         std::uint64_t fallback, std::uint64_t max) {
+  auto text = ex->query(name);
+  if (!text) return fallback;
+  std::uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
+  if (ec != std::errc{} || end != text->data() + text->size() || text->empty() || v > max) {
+    ex->respond(error_response(http::status::bad_request, "invalid_parameter",
+                               std::string(name) + " must be an integer from 0 to " + std::to_string(max)));
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<conversation> owned_conversation(route_context& ctx, const std::shared_ptr<exchange>& ex,
+                                               const std::string& id) {
+  auto found = ctx.agents.store().conversations->find_conversation(id);
+  if (!found && found.error().type != "not_found") {
+    respond_store_error(ex, found.error());
+    return std::nullopt;
+  }
+  if (!found || found->user_id != ex->user()) {
+    ex->respond(error_response(http::status::not_found, "not_found", "no conversation " + id));
+    return std::nullopt;
+  }
+  return std::move(*found);
+}
+
+}  // namespace troupe::serve

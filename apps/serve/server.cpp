@@ -1,0 +1,60 @@
+#include "apps/serve/server.hpp"
+
+#include "apps/serve/listener.hpp"
+#include "apps/serve/route_context.hpp"
+#include "apps/serve/session.hpp"
+
+#include <boost/asio/ip/address.hpp>
+
+namespace troupe::serve {
+
+namespace net = boost::asio;
+
+server::server(serve_config config, deployment_options options)
+    : config_(std::move(config)),
+      keys_(config_.keys),
+      workers_(config_.worker_threads),
+      io_(static_cast<int>(config_.io_threads)) {
+  agents_ = std::make_unique<deployment>(config_, std::move(options));
+  runner_ = std::make_unique<turn_context>(turn_context{*agents_, turns_, observers_, workers_});
+  route_ctx_ = std::make_unique<route_context>(route_context{config_, *agents_, turns_, *runner_, workers_, draining_});
+  add_message_routes(routes_, *route_ctx_);
+  add_conversation_routes(routes_, *route_ctx_);
+  add_service_routes(routes_, *route_ctx_);
+  sessions_ = std::make_unique<session_registry>();
+  conn_ctx_ = std::make_unique<connection_context>(
+      connection_context{routes_, keys_, config_.limits, observers_, draining_, *sessions_});
+  boost::system::error_code ec;
+  const auto address = net::ip::make_address(config_.host, ec);
+  if (ec) throw config_error("listen: " + config_.host + " is not an IP address");
+  listener_ = std::make_shared<listener>(io_, net::ip::tcp::endpoint(address, config_.port), *conn_ctx_);
+}
+
+server::~server() { drain(); }
+
+std::uint16_t server::port() const { return listener_->port(); }
+
+void server::start() {
+  listener_->start();
+  for (std::size_t i = 0; i < config_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });
+}
+
+void server::drain() {
+  if (stopped_.exchange(true)) return;
+  draining_ = true;
+  listener_->stop();
+  sessions_->drain_all();
+  turns_.wait_idle(std::chrono::steady_clock::now() + config_.drain_deadline);
+  // Whatever still runs ends with a shutdown error, which its clients are sent.
+  agents_->shutdown();
+  workers_.join();
+  // Answers still being written get a moment; a client that does not read is cut off.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (sessions_->size() > 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  io_.stop();
+  for (auto& t : io_threads_) t.join();
+  io_threads_.clear();
+}
+
+}  // namespace troupe::serve

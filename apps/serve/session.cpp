@@ -1,0 +1,295 @@
+#include "apps/serve/session.hpp"
+
+#include "apps/serve/exchange.hpp"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/url/parse.hpp>
+
+#include <sstream>
+
+namespace troupe::serve {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+
+void session_registry::add(const std::shared_ptr<session>& s) {
+  std::lock_guard lock(mutex_);
+  sessions_[s.get()] = s;
+}
+
+void session_registry::remove(const session* s) {
+  std::lock_guard lock(mutex_);
+  sessions_.erase(s);
+}
+
+std::size_t session_registry::size() const {
+  std::lock_guard lock(mutex_);
+  return sessions_.size();
+}
+
+void session_registry::drain_all() {
+  std::vector<std::shared_ptr<session>> alive;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [_, weak] : sessions_)
+      if (auto s = weak.lock()) alive.push_back(std::move(s));
+  }
+  for (auto& s : alive) s->drain();
+}
+
+namespace {
+
+std::string serialize(http_response& r) {
+  r.set(http::field::server, "troupe");
+  r.prepare_payload();
+  std::ostringstream out;
+  out << r;
+  return out.str();
+}
+
+bool client_went_away(const beast::error_code& ec) {
+  return ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
+         ec == net::error::broken_pipe || ec == beast::error::timeout || ec == net::error::operation_aborted;
+}
+
+}  // namespace
+
+session::session(net::ip::tcp::socket socket, connection_context& ctx) : stream_(std::move(socket)), ctx_(ctx) {}
+
+session::~session() { ctx_.sessions.remove(this); }
+
+void session::start() {
+  net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
+}
+
+void session::drain() {
+  net::post(stream_.get_executor(), [self = shared_from_this()] {
+    self->drain_asked_ = true;
+    if (self->phase_ == phase::reading) self->close();
+  });
+}
+
+void session::read_header() {
+  phase_ = phase::reading;
+  if (drain_asked_ || ctx_.draining) return close();
+  parser_.emplace();
+  parser_->header_limit(16 * 1024);
+  parser_->body_limit(ctx_.limits.max_body_bytes);
+  // Also how long an idle keep-alive connection stays open.
+  stream_.expires_after(ctx_.limits.header_timeout);
+  http::async_read_header(stream_, buffer_, *parser_,
+                          [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
+}
+
+void session::on_header(beast::error_code ec) {
+  if (phase_ == phase::closing) return;
+  // A deadline that passed has closed the socket already: nothing can be said.
+  if (client_went_away(ec)) return close();
+  keep_alive_ = false;  // after a malformed head the stream cannot be trusted
+  if (ec == http::error::header_limit)
+    return reply_now(error_response(http::status::request_header_fields_too_large, "headers_too_large",
+                                    "the request's headers exceed 16 KiB"));
+  if (ec == http::error::body_limit)
+    return reply_now(error_response(http::status::payload_too_large, "body_too_large",
+                                    "the body exceeds " + std::to_string(ctx_.limits.max_body_bytes) + " bytes"));
+  if (ec) return reply_now(error_response(http::status::bad_request, "bad_request", "malformed HTTP request"));
+  keep_alive_ = true;
+  if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
+    static const std::string go_on = "HTTP/1.1 100 Continue\r\n\r\n";
+    net::async_write(stream_, net::buffer(go_on), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return self->close();
+      self->read_body();
+    });
+    return;
+  }
+  read_body();
+}
+
+void session::read_body() {
+  if (parser_->is_done()) return dispatch_request();
+  stream_.expires_after(ctx_.limits.body_timeout);
+  http::async_read(stream_, buffer_, *parser_,
+                   [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_body(ec); });
+}
+
+void session::on_body(beast::error_code ec) {
+  if (phase_ == phase::closing) return;
+  if (client_went_away(ec)) return close();
+  if (ec) {
+    keep_alive_ = false;
+    if (ec == http::error::body_limit)
+      return reply_now(error_response(http::status::payload_too_large, "body_too_large",
+                                      "the body exceeds " + std::to_string(ctx_.limits.max_body_bytes) + " bytes"));
+    return reply_now(error_response(http::status::bad_request, "bad_request", "malformed HTTP request body"));
+  }
+  dispatch_request();
+}
+
+void session::record(const http_request& req, const std::string& route, unsigned status) const {
+  request_record r{std::string(req.method_string()), route, status, {}, false};
+  ctx_.observers.each([&](serve_observer& o) { o.request_finished(r); });
+}
+
+void session::dispatch_request() {
+  phase_ = phase::handling;
+  stream_.expires_never();
+  http_request req = parser_->release();
+  keep_alive_ = req.keep_alive();
+  auto url = boost::urls::parse_origin_form(req.target());
+  if (!url) {
+    record(req, "unmatched", 400);
+    return reply_now(error_response(http::status::bad_request, "bad_request", "the request target is not a path"));
+  }
+  std::vector<std::string> segments;
+  for (auto s : url->segments()) segments.push_back(s);
+  router::match m = ctx_.routes.find(req.method(), segments);
+  if (!m.found) {
+    const auto status = m.path_known ? http::status::method_not_allowed : http::status::not_found;
+    record(req, "unmatched", static_cast<unsigned>(status));
+    return reply_now(error_response(status, m.path_known ? "method_not_allowed" : "not_found",
+                                    m.path_known ? "this path does not take " + std::string(req.method_string())
+                                                 : "no route for " + std::string(url->path())));
+  }
+  std::string user;
+  if (!m.found->options.public_route) {
+    auto known = ctx_.keys.user_of(req[http::field::authorization]);
+    if (!known) {
+      record(req, m.found->pattern, 401);
+      http_response r = error_response(http::status::unauthorized, "unauthorized",
+                                       "this route needs a valid API key: Authorization: Bearer KEY");
+      r.set(http::field::www_authenticate, "Bearer");
+      return reply_now(std::move(r));
+    }
+    user = std::move(*known);
+    if (ctx_.draining) {
+      record(req, m.found->pattern, 503);
+      keep_alive_ = false;
+      return reply_now(error_response(http::status::service_unavailable, "shutdown", "the server is shutting down"));
+    }
+  }
+  auto ex = std::make_shared<exchange>(shared_from_this(), std::move(req), m.found, std::move(m.params),
+                                       std::string(url->encoded_query()), std::move(user), ctx_.observers);
+  try {
+    m.found->handler(ex);
+  } catch (const std::exception& e) {
+    ex->respond(error_response(http::status::internal_server_error, "internal", e.what()));
+  }
+}
+
+void session::reply_now(http_response r) {
+  phase_ = phase::finishing;
+  if (drain_asked_ || ctx_.draining) keep_alive_ = false;
+  r.keep_alive(keep_alive_);
+  stream_.expires_after(ctx_.limits.body_timeout);  // a client that does not read its answer
+  queue(serialize(r));
+}
+
+void session::send_response(http_response r) {
+  net::post(stream_.get_executor(), [self = shared_from_this(), r = std::move(r)]() mutable {
+    if (self->phase_ == phase::handling) self->reply_now(std::move(r));
+  });
+}
+
+void session::start_stream(std::weak_ptr<event_stream> stream) {
+  net::post(stream_.get_executor(), [self = shared_from_this(), stream = std::move(stream)]() mutable {
+    if (self->phase_ != phase::handling) {
+      if (auto s = stream.lock()) s->client_gone();
+      return;
+    }
+    self->phase_ = phase::streaming;
+    self->stream_owner_ = std::move(stream);
+    self->stream_.expires_never();  // a slow reader is bounded by the backlog instead
+    self->queue(
+        "HTTP/1.1 200 OK\r\nServer: troupe\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+        "X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n" +
+        std::string(self->keep_alive_ ? "" : "Connection: close\r\n") + "\r\n");
+    self->watch_for_close();
+  });
+}
+
+void session::send_chunk(std::string data) {
+  net::post(stream_.get_executor(), [self = shared_from_this(), data = std::move(data)] {
+    if (self->phase_ != phase::streaming || data.empty()) return;
+    if (self->backlog_ + data.size() > self->ctx_.limits.max_stream_backlog_bytes) return self->close();
+    char size[24];
+    const int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+    std::string chunk;
+    chunk.reserve(static_cast<std::size_t>(n) + data.size() + 2);
+    chunk.append(size, static_cast<std::size_t>(n)).append(data).append("\r\n");
+    self->queue(std::move(chunk));
+  });
+}
+
+void session::end_stream() {
+  net::post(stream_.get_executor(), [self = shared_from_this()] {
+    if (self->phase_ != phase::streaming) return;
+    self->phase_ = phase::finishing;
+    self->stream_owner_.reset();
+    self->queue("0\r\n\r\n");
+  });
+}
+
+void session::queue(std::string bytes) {
+  backlog_ += bytes.size();
+  out_.push_back(std::move(bytes));
+  if (!writing_) write_next();
+}
+
+void session::write_next() {
+  if (phase_ == phase::closing) return;
+  if (out_.empty()) {
+    writing_ = false;
+    if (phase_ == phase::finishing) after_answer();
+    return;
+  }
+  writing_ = true;
+  net::async_write(stream_, net::buffer(out_.front()), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    self->backlog_ -= self->out_.front().size();
+    self->out_.pop_front();
+    if (ec) return self->close();
+    self->write_next();
+  });
+}
+
+void session::after_answer() {
+  if (!keep_alive_ || drain_asked_ || ctx_.draining) return close();
+  // The watch's read ends in operation_aborted and carries on from there.
+  if (watching_) return stream_.socket().cancel();
+  read_header();
+}
+
+void session::watch_for_close() {
+  watching_ = true;
+  stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+    self->watching_ = false;
+    if (self->phase_ == phase::closing) return;
+    if (!ec) {
+      // The client's next request, pipelined: it is parsed after the stream.
+      self->buffer_.commit(n);
+      if (self->phase_ == phase::reading) self->read_header();
+      return;
+    }
+    if (ec == net::error::operation_aborted && self->phase_ == phase::finishing) return self->read_header();
+    self->close();
+  });
+}
+
+void session::notify_gone() {
+  if (auto s = stream_owner_.lock()) s->client_gone();
+  stream_owner_.reset();
+}
+
+void session::close() {
+  if (phase_ == phase::closing) return;
+  phase_ = phase::closing;
+  notify_gone();
+  beast::error_code ec;
+  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_both, ec);
+  stream_.close();
+}
+
+}  // namespace troupe::serve

@@ -1,0 +1,103 @@
+#pragma once
+// One client connection: reads requests one after another (HTTP/1.1
+// keep-alive) under header and body deadlines and a body limit, hands each
+// to its route, and writes the answers in order. An event stream is sent
+// with chunked encoding, so the connection can carry more requests after it;
+// while it is open the session watches the socket to learn at once when the
+// client goes away. Everything runs on the connection's strand; the
+// exchange's answers are posted to it from any thread.
+
+#include "apps/serve/auth.hpp"
+#include "apps/serve/config.hpp"
+#include "apps/serve/http.hpp"
+#include "apps/serve/observer.hpp"
+#include "apps/serve/router.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace troupe::serve {
+
+class event_stream;
+class session;
+
+// The sessions alive, so that a drain can close the idle ones.
+class session_registry {
+ public:
+  void add(const std::shared_ptr<session>& s);
+  void remove(const session* s);
+  std::size_t size() const;
+  // Closes connections waiting for a request; the busy ones close after
+  // their current answer.
+  void drain_all();
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<const session*, std::weak_ptr<session>> sessions_;
+};
+
+// What every connection shares.
+struct connection_context {
+  const router& routes;
+  const key_table& keys;
+  serve_limits limits;
+  const observer_list& observers;
+  std::atomic<bool>& draining;
+  session_registry& sessions;
+};
+
+class session : public std::enable_shared_from_this<session> {
+ public:
+  session(boost::asio::ip::tcp::socket socket, connection_context& ctx);
+  ~session();
+  void start();
+  void drain();
+
+  // From the exchange and its stream, on any thread.
+  void send_response(http_response r);
+  void start_stream(std::weak_ptr<event_stream> stream);
+  void send_chunk(std::string data);
+  void end_stream();
+
+ private:
+  enum class phase { reading, handling, streaming, finishing, closing };
+
+  void read_header();
+  void on_header(boost::beast::error_code ec);
+  void read_body();
+  void on_body(boost::beast::error_code ec);
+  void dispatch_request();
+  void reply_now(http_response r);
+  void record(const http_request& req, const std::string& route, unsigned status) const;
+  void queue(std::string bytes);
+  void write_next();
+  void after_answer();
+  void watch_for_close();
+  void close();
+  void notify_gone();
+
+  boost::beast::tcp_stream stream_;
+  connection_context& ctx_;
+  boost::beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  phase phase_ = phase::reading;
+  bool keep_alive_ = true;
+  bool drain_asked_ = false;
+  bool watching_ = false;
+  bool writing_ = false;
+  std::deque<std::string> out_;
+  std::size_t backlog_ = 0;
+  std::weak_ptr<event_stream> stream_owner_;
+};
+
+}  // namespace troupe::serve

@@ -1,0 +1,69 @@
+#include "apps/serve/thread_replay.hpp"
+
+#include "apps/serve/turn_json.hpp"
+
+namespace troupe::serve {
+
+namespace json = boost::json;
+
+std::optional<replayed_turn> replay_turn(const thread_view& t, const std::string& request_id, turn_ids ids) {
+  std::string wanted = request_id;
+  if (wanted.empty()) {
+    const auto users = t.of_kind(entry_kind::message);
+    for (auto it = users.rbegin(); it != users.rend(); ++it)
+      if (string_field((*it)->payload, "role") == "user") {
+        if (auto id = string_field((*it)->refs, "request_id")) wanted = std::string(*id);
+        break;
+      }
+    if (wanted.empty()) return std::nullopt;
+  }
+  const auto entries = t.with_ref("request_id", json::value(wanted));
+  if (entries.empty()) return std::nullopt;
+  ids.request_id = wanted;
+  replayed_turn out;
+  auto add = [&](std::string name, const json::value& data) {
+    out.events.push_back(make_event(out.events.size() + 1, std::move(name), data));
+  };
+  add("conversation", conversation_event(ids));
+  std::optional<reply> ended;
+  for (const entry* e : entries) {
+    const json::object& p = e->payload;
+    if (e->kind == entry_kind::message) {
+      const auto role = string_field(p, "role");
+      const std::string content(string_field(p, "content").value_or(""));
+      if (role == "user") {
+        out.content = content;
+      } else if (role == "assistant") {
+        delta_event d{wanted, content, std::string(string_field(p, "thinking").value_or(""))};
+        if (!d.text.empty() || !d.thinking.empty()) add("message.delta", event_data(d));
+        // The answer is the assistant message that ends the turn.
+        ended = reply{wanted, content, {}, 0};
+      }
+    } else if (e->kind == entry_kind::tool_call) {
+      ended.reset();
+      tool_started_event s{wanted,
+                           std::string(string_field(e->refs, "tool_call_id").value_or("")),
+                           std::string(string_field(p, "name").value_or("")),
+                           {}};
+      if (const auto* args = p.if_contains("arguments"); args && args->is_object()) s.arguments = args->as_object();
+      add("tool.started", event_data(s));
+    } else if (e->kind == entry_kind::tool_result) {
+      auto outcome = decode_tool_outcome(p, "payload");
+      tool_finished_event f{wanted, std::string(string_field(e->refs, "tool_call_id").value_or("")),
+                            std::string(string_field(p, "name").value_or("")),
+                            outcome ? *outcome : tool_outcome{json::value(nullptr)}};
+      add("tool.finished", event_data(f));
+    } else if (e->kind == entry_kind::error) {
+      auto err = decode_error_info(json::value(p), "payload");
+      ended = reply{wanted, err ? *err : error_info::of("unknown", "an unreadable error entry"), {}, 0};
+    }
+  }
+  if (ended) {
+    out.result = turn_result{*ended, entries.size(), false};
+    auto [name, data] = final_event(*out.result);
+    add(std::move(name), data);
+  }
+  return out;
+}
+
+}  // namespace troupe::serve

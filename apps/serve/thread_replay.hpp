@@ -1,0 +1,29 @@
+#pragma once
+// A turn told again from its thread, for a turn the server no longer holds
+// in memory (it restarted, or the turn is long over): a retried POST with
+// its Idempotency-Key and a reconnect after the turn both get the events
+// and the result the thread records. The model's streamed deltas are not
+// kept, so each assistant message comes as one message.delta; usage is not
+// kept either, so it is null.
+
+#include "apps/serve/turn.hpp"
+
+#include "strategy/thread.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace troupe::serve {
+
+struct replayed_turn {
+  std::vector<sse_event> events;      // numbered from 1, the last one the result
+  std::optional<turn_result> result;  // nullopt: the turn has not ended in the thread
+  std::string content;                // the user's message that started it
+};
+
+// The turn of `request_id` (empty: the thread's last turn), or nullopt if
+// the thread has no such turn.
+std::optional<replayed_turn> replay_turn(const thread_view& t, const std::string& request_id, turn_ids ids);
+
+}  // namespace troupe::serve

@@ -1,0 +1,83 @@
+#pragma once
+// One turn of a conversation as the server sees it: the events it has sent
+// so far (kept, so that a client can reconnect and miss none) and, once it
+// has ended, its result. Subscribers get the kept events after the one they
+// saw last, then every new one, in order.
+
+#include "apps/serve/sse.hpp"
+
+#include "actors/runtime.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace troupe::serve {
+
+struct turn_result {
+  reply outcome;
+  std::optional<std::size_t> entries_appended;
+  bool usage_known = true;  // false for a turn read back from its thread
+};
+
+struct turn_ids {
+  std::string request_id;
+  std::string conversation_id;
+  std::string thread_id;
+  std::string agent_id;
+  std::string user;
+  std::string content;  // the user's message
+  std::string idempotency_key;
+};
+
+class turn {
+ public:
+  using sink = std::function<void(const sse_event&, bool last)>;
+
+  explicit turn(turn_ids ids) : ids_(std::move(ids)) {}
+  const turn_ids& ids() const { return ids_; }
+
+  // `s` gets the kept events with id > after, then each new one, under the
+  // turn's lock (keep it short and never call back into the turn). Returns
+  // 0 if nothing follows (the turn has ended and the last event was sent).
+  std::uint64_t subscribe(std::uint64_t after, sink s);
+  void unsubscribe(std::uint64_t subscription);
+  // `f` gets the result once the turn has ended (at once if it has).
+  void when_finished(std::function<void(const turn_result&)> f);
+  bool finished() const;
+  std::optional<turn_result> result() const;
+
+  // The running request, once asked; a cancel that came first is applied then.
+  void attach(request r);
+  void cancel(const std::string& reason);
+
+  // The producer's side: an event, then finally the last one with the result.
+  void push(std::string name, const boost::json::value& data);
+  void finish(turn_result r, std::string name, const boost::json::value& data);
+
+  std::chrono::steady_clock::time_point started() const { return started_; }
+  // When the first event from the agent came (not the server's own first one).
+  std::optional<std::chrono::steady_clock::time_point> first_agent_event() const;
+
+ private:
+  void deliver(const sse_event& e, bool last);
+
+  turn_ids ids_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  mutable std::mutex mutex_;
+  std::vector<sse_event> events_;
+  std::map<std::uint64_t, sink> sinks_;
+  std::uint64_t next_sink_ = 1;
+  std::optional<turn_result> result_;
+  std::vector<std::function<void(const turn_result&)>> waiting_;
+  std::optional<request> request_;
+  std::optional<std::string> cancel_reason_;
+  std::optional<std::chrono::steady_clock::time_point> first_agent_event_;
+};
+
+}  // namespace troupe::serve

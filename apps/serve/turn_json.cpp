@@ -1,0 +1,71 @@
+#include "apps/serve/turn_json.hpp"
+
+namespace troupe::serve {
+
+namespace json = boost::json;
+
+json::object conversation_event(const turn_ids& ids) {
+  return {{"conversation_id", ids.conversation_id}, {"thread_id", ids.thread_id}, {"request_id", ids.request_id}};
+}
+
+json::object event_data(const delta_event& e) {
+  json::object o{{"text", e.text}};
+  if (!e.thinking.empty()) o["thinking"] = e.thinking;
+  return o;
+}
+
+json::object event_data(const tool_started_event& e) {
+  return {{"tool_call_id", e.tool_call_id}, {"name", e.tool_name}, {"arguments", e.arguments}};
+}
+
+json::object event_data(const tool_finished_event& e) {
+  json::object o{{"tool_call_id", e.tool_call_id}, {"name", e.tool_name}};
+  if (const auto* v = std::get_if<json::value>(&e.outcome)) {
+    o["ok"] = true;
+    o["content"] = *v;
+  } else {
+    const auto& err = std::get<error_info>(e.outcome);
+    o["ok"] = false;
+    o["error"] = {{"type", err.type}, {"message", err.message}};
+  }
+  return o;
+}
+
+json::object usage_json(const turn_result& r) {
+  return {{"input_tokens", r.outcome.usage.input_tokens}, {"output_tokens", r.outcome.usage.output_tokens}};
+}
+
+namespace {
+
+json::value usage_or_null(const turn_result& r) { return r.usage_known ? json::value(usage_json(r)) : nullptr; }
+
+json::value entries_or_null(const turn_result& r) {
+  return r.entries_appended ? json::value(*r.entries_appended) : json::value(nullptr);
+}
+
+}  // namespace
+
+std::pair<std::string, json::object> final_event(const turn_result& r) {
+  if (const auto* answer = std::get_if<std::string>(&r.outcome.outcome))
+    return {"message.completed",
+            {{"answer", *answer}, {"usage", usage_or_null(r)}, {"entries_appended", entries_or_null(r)}}};
+  const auto& e = std::get<error_info>(r.outcome.outcome);
+  return {"error", {{"error", {{"type", e.type}, {"message", e.message}}}}};
+}
+
+http_response answer_response(const turn_ids& ids, const turn_result& r) {
+  json::object body = conversation_event(ids);
+  if (const auto* answer = std::get_if<std::string>(&r.outcome.outcome)) {
+    body["answer"] = *answer;
+    body["usage"] = usage_or_null(r);
+    body["entries_appended"] = entries_or_null(r);
+    return json_response(http::status::ok, body);
+  }
+  const auto& e = std::get<error_info>(r.outcome.outcome);
+  body["error"] = {{"type", e.type}, {"message", e.message}};
+  http_response res = json_response(status_of_error(e.type), body);
+  if (e.type == error_type::queue_full) res.set(http::field::retry_after, "1");
+  return res;
+}
+
+}  // namespace troupe::serve

@@ -1,0 +1,62 @@
+#pragma once
+// The turns the server knows: those still running or queued, per
+// conversation, and the last finished ones (bounded), by request id, so
+// that a retried POST or a reconnect finds its turn. Admission applies the
+// agent's double-texting policy atomically with registering the turn.
+
+#include "apps/serve/config.hpp"
+#include "apps/serve/turn.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace troupe::serve {
+
+enum class admission_verdict { start, start_after_interrupt, busy, queue_full, existing };
+
+// What a new message does to a conversation with `unfinished` turns (the
+// running one and those queued after it).
+admission_verdict admit(double_texting policy, std::size_t unfinished, std::size_t max_queued);
+
+class turn_registry {
+ public:
+  explicit turn_registry(std::size_t keep_finished = 4096) : keep_finished_(keep_finished) {}
+
+  struct admitted {
+    admission_verdict verdict;
+    std::shared_ptr<turn> started;                    // set when the verdict starts one
+    std::vector<std::shared_ptr<turn>> to_interrupt;  // the turns the new one replaces
+  };
+  // Registers a turn made by `make` if the policy lets it start; a turn
+  // with `request_id` already known is returned instead (verdict existing).
+  admitted admit_turn(const std::string& conversation_id, const std::string& request_id, double_texting policy,
+                      std::size_t max_queued, const std::function<std::shared_ptr<turn>()>& make);
+  // Moves the turn to the finished ones.
+  void finished(const std::shared_ptr<turn>& t);
+
+  std::shared_ptr<turn> by_request(const std::string& request_id) const;
+  // The oldest unfinished turn of the conversation, else its newest finished one still kept.
+  std::shared_ptr<turn> current(const std::string& conversation_id) const;
+  std::vector<std::shared_ptr<turn>> unfinished(const std::string& conversation_id) const;
+  std::size_t unfinished_count() const;
+  // Waits until no turn is unfinished, up to `until`; true if none is.
+  bool wait_idle(std::chrono::steady_clock::time_point until) const;
+
+ private:
+  std::size_t keep_finished_;
+  mutable std::mutex mutex_;
+  mutable std::condition_variable idle_;
+  std::map<std::string, std::vector<std::shared_ptr<turn>>> unfinished_;  // by conversation, oldest first
+  std::map<std::string, std::shared_ptr<turn>> by_request_;
+  std::map<std::string, std::shared_ptr<turn>> last_finished_;  // by conversation
+  std::deque<std::shared_ptr<turn>> finished_;                  // oldest first, bounded
+  std::size_t unfinished_count_ = 0;
+};
+
+}  // namespace troupe::serve
