@@ -3,6 +3,7 @@
 #include "apps/serve/listener.hpp"
 #include "apps/serve/route_context.hpp"
 #include "apps/serve/session.hpp"
+#include "apps/serve/web_page.hpp"
 
 #include <boost/asio/ip/address.hpp>
 
@@ -21,6 +22,7 @@ server::server(serve_config config, deployment_options options)
   add_message_routes(routes_, *route_ctx_);
   add_conversation_routes(routes_, *route_ctx_);
   add_service_routes(routes_, *route_ctx_);
+  add_web_routes(routes_);
   sessions_ = std::make_unique<session_registry>();
   conn_ctx_ = std::make_unique<connection_context>(
       connection_context{routes_, keys_, config_.limits, observers_, draining_, *sessions_});

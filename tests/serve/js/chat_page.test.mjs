@@ -127,7 +127,7 @@ async function main() {
   const base = await start_server();
   console.log("server at " + base);
   browser = await chromium.launch({ executablePath: chromium_path, headless: true });
-  const context = await browser.newContext({ viewport: { width: 1040, height: 640 }, colorScheme: "light" });
+  const context = await browser.newContext({ viewport: { width: 1040, height: 700 }, colorScheme: "light" });
   const page = await context.newPage();
   page.setDefaultTimeout(20000);
   const problems = [];
@@ -185,6 +185,7 @@ async function main() {
 
   if (screenshot) {
     await tool.locator("summary").click();  // open the tool call, to show its arguments and result
+    await page.locator("#messages").evaluate((log) => log.scrollTo(0, log.scrollHeight));
     await page.screenshot({ path: screenshot });
     await tool.locator("summary").click();
     console.log("screenshot: " + screenshot);
