@@ -41,7 +41,7 @@ function check(condition, what) {
   if (!condition) throw new Error("expected " + what);
 }
 
-// The first reply streams three deltas at once, then (a second and a half
+// The first reply streams three deltas at once, then (two and a half seconds
 // later) calls the calculator; the second streams the answer. The pause is
 // what lets the test see the page between the first deltas and the tool call.
 const script = [
@@ -49,13 +49,16 @@ const script = [
     chunks: ["Let me ", "work that ", "out."],
     tool_calls: [{ id: "call-1", name: "calculator", arguments: { expression: "12.5 * 8 + 3" } }],
     usage: { input_tokens: 120, output_tokens: 18 },
-    delay_ms: 1500,
+    delay_ms: 2500,
   },
   { chunks: ["12.5 × 8 + 3 ", "= ", "103."], usage: { input_tokens: 160, output_tokens: 9 } },
 ];
 
 const dir = mkdtempSync(join(tmpdir(), "troupe-web-test-"));
 writeFileSync(join(dir, "script.json"), JSON.stringify(script));
+// A model that fails at once, without retries (bad_request is not retried).
+const failure = "the scripted model refused (page test)";
+writeFileSync(join(dir, "failing.json"), JSON.stringify([{ error: { type: "bad_request", message: failure } }]));
 writeFileSync(
   join(dir, "serve.toml"),
   `listen = "127.0.0.1:${port}"
@@ -70,6 +73,11 @@ script = "script.json"
 tools = ["calculator"]
 max_iterations = 4
 request_deadline_seconds = 60
+
+[[agents]]
+id = "failing"
+provider = "scripted"
+script = "failing.json"
 
 [[keys]]
 key = "${key}"
@@ -206,6 +214,17 @@ async function main() {
   await page.locator(".message.user").getByText(question).waitFor();
   await page.locator(".message.assistant").getByText("= 103.").waitFor();
   check((await page.locator("#agent").inputValue()) === "calculator", "the conversation's agent selected");
+
+  // A failed turn is shown in its answer, as the server put it.
+  await page.getByRole("button", { name: "New conversation" }).click();
+  await page.getByLabel("Agent", { exact: true }).selectOption("failing");
+  await page.getByRole("textbox", { name: "Message", exact: true }).fill("Are you there?");
+  await page.getByRole("textbox", { name: "Message", exact: true }).press("Enter");
+  const error = page.locator(".message.assistant .error");
+  await error.waitFor();
+  check((await error.textContent()).includes(failure), "the model's error in the answer, got " + (await error.textContent()));
+  check((await page.locator(".message.assistant").last().getAttribute("aria-busy")) === null, "the failed answer not busy");
+  check(!(await page.locator("#send").isDisabled()), "Send enabled after a failed turn");
 
   check(problems.length === 0, "no console errors, got:\n" + problems.join("\n"));
 }
