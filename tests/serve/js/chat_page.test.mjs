@@ -56,6 +56,9 @@ const script = [
 
 const dir = mkdtempSync(join(tmpdir(), "troupe-web-test-"));
 writeFileSync(join(dir, "script.json"), JSON.stringify(script));
+// The same, slower: four seconds between the first deltas and the tool call,
+// in which the test reloads the page.
+writeFileSync(join(dir, "slow.json"), JSON.stringify([{ ...script[0], delay_ms: 4000 }, script[1]]));
 // A model that fails at once, without retries (bad_request is not retried).
 const failure = "the scripted model refused (page test)";
 writeFileSync(join(dir, "failing.json"), JSON.stringify([{ error: { type: "bad_request", message: failure } }]));
@@ -73,6 +76,12 @@ script = "script.json"
 tools = ["calculator"]
 max_iterations = 4
 request_deadline_seconds = 60
+
+[[agents]]
+id = "slow"
+provider = "scripted"
+script = "slow.json"
+tools = ["calculator"]
 
 [[agents]]
 id = "failing"
@@ -214,6 +223,22 @@ async function main() {
   await page.locator(".message.user").getByText(question).waitFor();
   await page.locator(".message.assistant").getByText("= 103.").waitFor();
   check((await page.locator("#agent").inputValue()) === "calculator", "the conversation's agent selected");
+
+  // Reloaded mid-answer: the page finds the conversation's turn running and
+  // follows its events to the end, the part it had seen included, once.
+  await page.getByRole("button", { name: "New conversation" }).click();
+  await page.getByLabel("Agent", { exact: true }).selectOption("slow");
+  await page.getByRole("textbox", { name: "Message", exact: true }).fill("Take your time: " + question);
+  await page.getByRole("textbox", { name: "Message", exact: true }).press("Enter");
+  await page.locator(".message.assistant .text").getByText("Let me work that out.").waitFor();
+  await page.reload();
+  await page.locator(".message.assistant[aria-busy=true]").waitFor();
+  await page.locator(".message.assistant .meta").waitFor();
+  check((await page.locator(".message.assistant").count()) === 1, "one answer after the reload");
+  const resumed = (await page.locator(".message.assistant .text").allTextContents()).join("");
+  check(resumed === "Let me work that out.12.5 × 8 + 3 = 103.", "the whole answer after the reload, got " + resumed);
+  check((await page.locator(".message.assistant .tool .state").textContent()).trim() === "done", "its tool call");
+  check((await page.locator(".message.user").count()) === 1, "its question once");
 
   // A failed turn is shown in its answer, as the server put it.
   await page.getByRole("button", { name: "New conversation" }).click();
