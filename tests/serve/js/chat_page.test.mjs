@@ -9,6 +9,7 @@
 // SKIP_RETURN_CODE).
 
 import { spawn } from "node:child_process";
+import { createServer, connect } from "node:net";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -121,6 +122,38 @@ function stop_server() {
   });
 }
 
+// A TCP relay between the browser and the server that can cut every open
+// connection at once, as a flaky network would, and notes each request line.
+function start_relay(target) {
+  const { hostname, port } = new URL(target);
+  const sockets = new Set();
+  const requests = [];
+  const relay = createServer((client) => {
+    const upstream = connect(Number(port), hostname);
+    client.on("data", (d) => {
+      for (const m of d.toString("latin1").matchAll(/^(GET|POST|DELETE) (\S+) HTTP\/1\.1\r$/gm)) requests.push(m[1] + " " + m[2]);
+    });
+    client.pipe(upstream);
+    upstream.pipe(client);
+    for (const [one, other] of [[client, upstream], [upstream, client]]) {
+      sockets.add(one);
+      one.on("error", () => {});
+      one.on("close", () => {
+        sockets.delete(one);
+        other.destroy();
+      });
+    }
+  });
+  return new Promise((resolve) => {
+    relay.listen(0, "127.0.0.1", () => resolve({
+      url: "http://127.0.0.1:" + relay.address().port,
+      requests,
+      cut: () => { for (const s of sockets) s.destroy(); },
+      close: () => relay.close(),
+    }));
+  });
+}
+
 // Every state the open answer passes through, recorded in the page as the
 // DOM changes, so the test can ask afterwards what was on screen between
 // the first deltas and the tool call without racing the stream.
@@ -141,8 +174,11 @@ function record_answer_states() {
 }
 
 async function main() {
-  const base = await start_server();
-  console.log("server at " + base);
+  const server_url = await start_server();
+  // The browser reaches the server through the relay.
+  const relay = await start_relay(server_url);
+  const base = relay.url;
+  console.log("server at " + server_url + ", the browser through " + base);
   browser = await chromium.launch({ executablePath: chromium_path, headless: true });
   const context = await browser.newContext({ viewport: { width: 1040, height: 700 }, colorScheme: "light" });
   const page = await context.newPage();
@@ -239,6 +275,26 @@ async function main() {
   check(resumed === "Let me work that out.12.5 × 8 + 3 = 103.", "the whole answer after the reload, got " + resumed);
   check((await page.locator(".message.assistant .tool .state").textContent()).trim() === "done", "its tool call");
   check((await page.locator(".message.user").count()) === 1, "its question once");
+
+  // Cut off mid-answer: the page picks the turn up again from the last event
+  // it saw, and the answer ends whole.
+  await page.getByRole("button", { name: "New conversation" }).click();
+  await page.getByLabel("Agent", { exact: true }).selectOption("slow");
+  await page.evaluate(record_answer_states);
+  await page.getByRole("textbox", { name: "Message", exact: true }).fill("Once more: " + question);
+  await page.getByRole("textbox", { name: "Message", exact: true }).press("Enter");
+  await page.locator(".message.assistant .text").getByText("Let me work that out.").waitFor();
+  relay.cut();
+  await page.locator(".message.assistant .meta").waitFor();
+  const picked_up = relay.requests.filter((r) => /^GET \/v1\/conversations\/[^/]+\/events\?after=[1-9]\d*&request_id=/.test(r));
+  check(picked_up.length === 1, "one request for the rest of the events, got " + JSON.stringify(relay.requests));
+  const rejoined = (await page.locator(".message.assistant .text").allTextContents()).join("");
+  check(rejoined === "Let me work that out.12.5 × 8 + 3 = 103.", "the whole answer after the break, got " + rejoined);
+  check((await page.locator(".message.assistant .tool").count()) === 1, "one tool call after the break");
+  check((await page.locator(".message.assistant .error").count()) === 0, "no error after the break");
+  // Chromium logs the stream it lost; that one is expected.
+  const lost = /net::ERR_(INCOMPLETE_CHUNKED_ENCODING|CONNECTION_CLOSED|CONNECTION_RESET|EMPTY_RESPONSE)/;
+  problems.splice(0, problems.length, ...problems.filter((p) => !lost.test(p)));
 
   // A failed turn is shown in its answer, as the server put it.
   await page.getByRole("button", { name: "New conversation" }).click();
