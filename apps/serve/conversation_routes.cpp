@@ -77,7 +77,7 @@ void remove(route_context& ctx, const std::shared_ptr<exchange>& ex) {
 
 // A new conversation of the same user and platform whose thread holds the
 // original's entries up to at_seq; its chat id is the original's plus
-// "/fork-…", so the original's chat keeps its own conversation.
+// "~fork_…", so the original's chat keeps its own conversation.
 void fork(route_context& ctx, const std::shared_ptr<exchange>& ex) {
   auto body = json_body(ex);
   if (!body) return;
@@ -94,7 +94,7 @@ void fork(route_context& ctx, const std::shared_ptr<exchange>& ex) {
   if (!c) return;
   auto& convs = *ctx.agents.store().conversations;
   auto child = convs.get_or_create_conversation(
-      {c->user_id, c->platform, c->platform_identifier + "/" + random_ids().next("fork")});
+      {c->user_id, c->platform, c->platform_identifier + "~" + random_ids().next("fork")});
   if (!child) return respond_store_error(ex, child.error());
   auto forked = ctx.agents.store().threads->fork(c->thread_id, at_seq, child->thread_id, wall_clock_ms());
   if (!forked) {

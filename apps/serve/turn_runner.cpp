@@ -16,8 +16,9 @@ std::chrono::microseconds since(std::chrono::steady_clock::time_point t) {
 void complete(turn_context& ctx, const std::shared_ptr<turn>& t, const deployed_agent& a, reply r) {
   turn_result result{std::move(r), entries_of_request(ctx.agents, a, t->ids().thread_id, t->ids().request_id), true};
   auto [name, data] = final_event(result);
-  t->finish(result, name, data);
+  // Unregistered first: whoever hears the answer finds the conversation free.
   ctx.turns.finished(t);
+  t->finish(result, name, data);
   const auto first = t->first_agent_event();
   turn_record rec{t->ids().agent_id,
                   t->ids().conversation_id,

@@ -1,0 +1,241 @@
+// The conversations API end to end, through real sockets: answers as JSON
+// and as event streams, the conversation routes, and who may see what.
+
+#include "support/serve_fixture.hpp"
+
+using namespace troupe::testing;
+namespace json = boost::json;
+
+namespace {
+
+const std::string messages_c1 = "/v1/conversations/web/c1/messages";
+
+std::string str(const json::value& v) { return std::string(v.as_string()); }
+
+}  // namespace
+
+TEST_CASE("serve: a message to an agent") {
+  serve_fixture f;
+  http_client c = f.client();
+
+  SECTION("is answered as one JSON object when no stream is asked for") {
+    const http_reply r = c.send(http::verb::post, messages_c1, message_body("helper", "hi"), as_user(alice_key));
+    REQUIRE(r.status == 200);
+    const json::value v = r.json();
+    CHECK(v.at("answer") == "echo: hi");
+    CHECK(v.at("usage").at("input_tokens") == 5);
+    CHECK(v.at("usage").at("output_tokens") == 2);
+    CHECK(v.at("entries_appended") == 2);
+    CHECK(str(v.at("conversation_id")).rfind("conv_", 0) == 0);
+    CHECK_FALSE(str(v.at("thread_id")).empty());
+    CHECK_FALSE(str(v.at("request_id")).empty());
+  }
+  SECTION("is streamed as events, the conversation first and the completion last, numbered from 1") {
+    const http_reply head = c.open_stream(messages_c1, message_body("helper", "hi"), as_user(alice_key));
+    CHECK(head.status == 200);
+    CHECK(head.header("content-type") == "text/event-stream");
+    const auto events = c.rest_of_stream();
+    REQUIRE(events.size() == 3);
+    CHECK(events[0].name == "conversation");
+    CHECK(events[0].data.as_object().contains("conversation_id"));
+    CHECK(events[1].name == "message.delta");
+    CHECK(events[1].data.at("text") == "echo: hi");
+    CHECK(events[2].name == "message.completed");
+    CHECK(events[2].data.at("answer") == "echo: hi");
+    CHECK(events[2].data.at("entries_appended") == 2);
+    for (std::size_t i = 0; i < events.size(); ++i) CHECK(events[i].id == i + 1);
+  }
+  SECTION("streams the tool calls it makes") {
+    c.open_stream(messages_c1, message_body("helper", "calc: 6 * 7"), as_user(alice_key));
+    const auto events = c.rest_of_stream();
+    REQUIRE(events.size() >= 4);
+    CHECK(events[1].name == "tool.started");
+    CHECK(events[1].data.at("name") == "calculator");
+    CHECK(events[1].data.at("arguments").at("expression") == "6 * 7");
+    CHECK(events[2].name == "tool.finished");
+    CHECK(events[2].data.at("ok") == true);
+    CHECK(events[2].data.at("content").at("value") == 42);
+    CHECK(events.back().name == "message.completed");
+    CHECK(events.back().data.at("entries_appended") == 4);
+  }
+  SECTION("continues the same conversation on the same chat, over one keep-alive connection") {
+    const json::value a =
+        c.send(http::verb::post, messages_c1, message_body("helper", "one"), as_user(alice_key)).json();
+    c.open_stream(messages_c1, message_body("helper", "two"), as_user(alice_key));
+    const auto events = c.rest_of_stream();
+    const json::value b =
+        c.send(http::verb::post, messages_c1, message_body("helper", "three"), as_user(alice_key)).json();
+    CHECK(events.front().data.at("conversation_id") == a.at("conversation_id"));
+    CHECK(b.at("conversation_id") == a.at("conversation_id"));
+    CHECK(b.at("thread_id") == a.at("thread_id"));
+    const json::value conv =
+        c.send(http::verb::get, "/v1/conversations/" + str(a.at("conversation_id")) + "?messages=10", "",
+               as_user(alice_key))
+            .json();
+    CHECK(conv.at("messages").as_array().size() == 6);
+    CHECK(conv.at("messages").at(5).at("content") == "echo: three");
+  }
+  SECTION("on another chat or from another user is another conversation") {
+    const json::value a = c.send(http::verb::post, messages_c1, message_body("helper", "x"), as_user(alice_key)).json();
+    const json::value b =
+        c.send(http::verb::post, "/v1/conversations/web/c2/messages", message_body("helper", "x"), as_user(alice_key))
+            .json();
+    const json::value d = c.send(http::verb::post, messages_c1, message_body("helper", "x"), as_user(bob_key)).json();
+    CHECK(a.at("conversation_id") != b.at("conversation_id"));
+    CHECK(a.at("conversation_id") != d.at("conversation_id"));
+  }
+}
+
+TEST_CASE("serve: bad messages") {
+  serve_fixture f;
+  http_client c = f.client();
+  SECTION("malformed JSON is a 400") {
+    const http_reply r = c.send(http::verb::post, messages_c1, "{\"agent\":", as_user(alice_key));
+    CHECK(r.status == 400);
+    CHECK(r.error_type() == "invalid_json");
+  }
+  SECTION("a missing field is a 400 naming it") {
+    http_reply r = c.send(http::verb::post, messages_c1, "{\"content\":\"hi\"}", as_user(alice_key));
+    CHECK(r.status == 400);
+    CHECK(r.error_type() == "missing_field");
+    CHECK_THAT(r.body, Catch::Contains("agent is required"));
+    r = c.send(http::verb::post, messages_c1, "{\"agent\":\"helper\",\"content\":7}", as_user(alice_key));
+    CHECK(r.status == 400);
+    CHECK_THAT(r.body, Catch::Contains("content is required"));
+  }
+  SECTION("an unknown agent is a 404") {
+    const http_reply r = c.send(http::verb::post, messages_c1, message_body("nobody", "hi"), as_user(alice_key));
+    CHECK(r.status == 404);
+    CHECK(r.error_type() == "unknown_agent");
+  }
+  SECTION("an unknown route is a 404 and a known path with another method a 405") {
+    CHECK(c.send(http::verb::get, "/v1/nothing", "", as_user(alice_key)).status == 404);
+    CHECK(c.send(http::verb::put, "/v1/conversations", "", as_user(alice_key)).status == 405);
+  }
+  SECTION("a bad query parameter is a 400 naming it") {
+    const http_reply r = c.send(http::verb::get, "/v1/conversations?limit=lots", "", as_user(alice_key));
+    CHECK(r.status == 400);
+    CHECK_THAT(r.body, Catch::Contains("limit must be an integer"));
+  }
+}
+
+TEST_CASE("serve: keys and users") {
+  serve_fixture f;
+  http_client c = f.client();
+  const json::value mine =
+      c.send(http::verb::post, messages_c1, message_body("helper", "secret plans"), as_user(alice_key)).json();
+  const std::string id = str(mine.at("conversation_id"));
+
+  SECTION("every API route needs a valid key; health does not") {
+    for (const auto& [method, target] :
+         std::vector<std::pair<http::verb, std::string>>{{http::verb::get, "/v1/agents"},
+                                                         {http::verb::get, "/v1/conversations"},
+                                                         {http::verb::get, "/v1/conversations/" + id},
+                                                         {http::verb::post, messages_c1}}) {
+      const http_reply none = c.send(method, target, message_body("helper", "x"));
+      CHECK(none.status == 401);
+      CHECK(none.header("www-authenticate") == "Bearer");
+      CHECK(c.send(method, target, message_body("helper", "x"), as_user("sk-test-alice-012345678X")).status == 401);
+    }
+    CHECK(c.send(http::verb::get, "/healthz").status == 200);
+    CHECK(c.send(http::verb::get, "/readyz").status == 200);
+  }
+  SECTION("another user's conversation is not found, whatever the route") {
+    CHECK(c.send(http::verb::get, "/v1/conversations/" + id, "", as_user(bob_key)).status == 404);
+    CHECK(c.send(http::verb::get, "/v1/conversations/" + id + "/trace", "", as_user(bob_key)).status == 404);
+    CHECK(c.send(http::verb::get, "/v1/conversations/" + id + "/events", "", as_user(bob_key)).status == 404);
+    CHECK(c.send(http::verb::post, "/v1/conversations/" + id + "/archive", "", as_user(bob_key)).status == 404);
+    CHECK(c.send(http::verb::post, "/v1/conversations/" + id + "/fork", "{\"at_seq\":0}", as_user(bob_key)).status ==
+          404);
+    CHECK(c.send(http::verb::delete_, "/v1/conversations/" + id, "", as_user(bob_key)).status == 404);
+    const http_reply r = c.send(http::verb::get, "/v1/conversations/" + id, "", as_user(bob_key));
+    CHECK_THAT(r.body, !Catch::Contains("secret"));
+    CHECK(c.send(http::verb::get, "/v1/conversations/" + id, "", as_user(alice_key)).status == 200);
+  }
+  SECTION("a user lists only their own conversations") {
+    c.send(http::verb::post, messages_c1, message_body("helper", "bob's"), as_user(bob_key));
+    const json::value alice = c.send(http::verb::get, "/v1/conversations", "", as_user(alice_key)).json();
+    const json::value bob = c.send(http::verb::get, "/v1/conversations", "", as_user(bob_key)).json();
+    REQUIRE(alice.at("data").as_array().size() == 1);
+    CHECK(str(alice.at("data").at(0).at("id")) == id);
+    REQUIRE(bob.at("data").as_array().size() == 1);
+    CHECK(str(bob.at("data").at(0).at("id")) != id);
+  }
+}
+
+TEST_CASE("serve: the conversation routes") {
+  serve_fixture f;
+  http_client c = f.client();
+  const auto alice = as_user(alice_key);
+  c.send(http::verb::post, messages_c1, message_body("helper", "first"), alice);
+  const json::value second = c.send(http::verb::post, messages_c1, message_body("helper", "second"), alice).json();
+  const std::string id = str(second.at("conversation_id"));
+
+  SECTION("GET /v1/agents lists the agents with their model and tools") {
+    const json::value v = c.send(http::verb::get, "/v1/agents", "", alice).json();
+    REQUIRE(v.at("data").as_array().size() == 4);
+    CHECK(v.at("data").at(0).at("id") == "helper");
+    CHECK(v.at("data").at(0).at("model") == "test");
+    CHECK(v.at("data").at(0).at("tools").is_array());
+  }
+  SECTION("list pages the caller's conversations, newest activity first") {
+    c.send(http::verb::post, "/v1/conversations/web/c2/messages", message_body("helper", "other"), alice);
+    json::value v = c.send(http::verb::get, "/v1/conversations?limit=1", "", alice).json();
+    REQUIRE(v.at("data").as_array().size() == 1);
+    CHECK(v.at("data").at(0).at("platform_identifier") == "c2");
+    v = c.send(http::verb::get, "/v1/conversations?limit=1&offset=1", "", alice).json();
+    CHECK(str(v.at("data").at(0).at("id")) == id);
+    CHECK(v.at("data").at(0).at("title") == "first");
+  }
+  SECTION("get returns the conversation with its last N messages") {
+    const json::value v = c.send(http::verb::get, "/v1/conversations/" + id + "?messages=2", "", alice).json();
+    CHECK(str(v.at("id")) == id);
+    CHECK(v.at("platform") == "web");
+    const auto& messages = v.at("messages").as_array();
+    REQUIRE(messages.size() == 2);
+    CHECK(messages[0].at("role") == "user");
+    CHECK(messages[0].at("content") == "second");
+    CHECK(messages[1].at("role") == "assistant");
+    CHECK(messages[1].at("seq") == 3);
+  }
+  SECTION("trace returns every entry with totals") {
+    const json::value v = c.send(http::verb::get, "/v1/conversations/" + id + "/trace", "", alice).json();
+    CHECK(v.at("entries").as_array().size() == 4);
+    CHECK(v.at("totals").at("user_messages") == 2);
+    CHECK(str(v.at("conversation").at("id")) == id);
+  }
+  SECTION("archive keeps it readable and the chat's next message opens a new conversation") {
+    const http_reply r = c.send(http::verb::post, "/v1/conversations/" + id + "/archive", "", alice);
+    CHECK(r.status == 200);
+    CHECK(r.json().at("archived") == true);
+    CHECK(c.send(http::verb::get, "/v1/conversations/" + id, "", alice).status == 200);
+    const json::value next = c.send(http::verb::post, messages_c1, message_body("helper", "again"), alice).json();
+    CHECK(str(next.at("conversation_id")) != id);
+  }
+  SECTION("delete removes it and its thread") {
+    const http_reply r = c.send(http::verb::delete_, "/v1/conversations/" + id, "", alice);
+    CHECK(r.status == 200);
+    CHECK(c.send(http::verb::get, "/v1/conversations/" + id, "", alice).status == 404);
+    CHECK(c.send(http::verb::get, "/v1/conversations", "", alice).json().at("data").as_array().empty());
+  }
+  SECTION("fork makes a new conversation holding the entries up to at_seq, which can be continued") {
+    const http_reply r = c.send(http::verb::post, "/v1/conversations/" + id + "/fork", "{\"at_seq\":1}", alice);
+    REQUIRE(r.status == 201);
+    const json::value fork = r.json();
+    CHECK(str(fork.at("id")) != id);
+    CHECK(str(fork.at("forked_from").at("conversation_id")) == id);
+    const std::string fork_id = str(fork.at("id"));
+    const json::value trace = c.send(http::verb::get, "/v1/conversations/" + fork_id + "/trace", "", alice).json();
+    CHECK(trace.at("entries").as_array().size() == 2);
+    const std::string chat = str(fork.at("platform_identifier"));
+    const json::value more = c.send(http::verb::post, "/v1/conversations/web/" + chat + "/messages",
+                                    message_body("helper", "from the fork"), alice)
+                                 .json();
+    CHECK(str(more.at("conversation_id")) == fork_id);
+    CHECK(more.at("entries_appended") == 2);
+  }
+  SECTION("fork without at_seq, or past the end, is a 400") {
+    CHECK(c.send(http::verb::post, "/v1/conversations/" + id + "/fork", "{}", alice).status == 400);
+    CHECK(c.send(http::verb::post, "/v1/conversations/" + id + "/fork", "{\"at_seq\":99}", alice).status == 400);
+  }
+}

@@ -1,0 +1,167 @@
+// The serve config is refused at start, naming the field, for every
+// mistake a user can make in it; and the small pure parts of the server.
+
+#include "apps/serve/auth.hpp"
+#include "apps/serve/config.hpp"
+#include "apps/serve/router.hpp"
+#include "apps/serve/turn_registry.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+using namespace troupe::serve;
+
+namespace {
+
+const std::string agent = "[[agents]]\nid = \"a\"\nmodel = \"openai:m\"\nbase_url = \"http://127.0.0.1:9/v1\"\n";
+const std::string key = "[[keys]]\nkey = \"sk-0123456789abcdef\"\nuser = \"u\"\n";
+
+std::string refusal(const std::string& text) {
+  try {
+    parse_config(text, "serve.toml", "");
+  } catch (const config_error& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+}  // namespace
+
+TEST_CASE("a serve config") {
+  SECTION("with an agent and a key is read with its defaults") {
+    const serve_config c = parse_config(agent + key, "serve.toml", "");
+    CHECK(c.host == "127.0.0.1");
+    CHECK(c.port == 8080);
+    REQUIRE(c.agents.size() == 1);
+    CHECK(c.agents[0].id == "a");
+    CHECK(c.agents[0].on_double_text == double_texting::enqueue);
+    CHECK_FALSE(c.agents[0].cancel_on_disconnect);
+    REQUIRE(c.keys.size() == 1);
+    CHECK(c.keys[0].user == "u");
+  }
+  SECTION("reads the listen address, limits, deadlines and policies") {
+    const serve_config c = parse_config(
+        "listen = \"0.0.0.0:9000\"\nio_threads = 3\ndrain_deadline_seconds = 2.5\n[limits]\nmax_body_bytes = 100\n"
+        "max_connections = 7\nheader_timeout_seconds = 1\n" +
+            agent + "double_texting = \"interrupt\"\ncancel_on_disconnect = true\nrequest_deadline_seconds = 9\n" +
+            "max_queued_asks = 3\n" + key,
+        "serve.toml", "");
+    CHECK(c.host == "0.0.0.0");
+    CHECK(c.port == 9000);
+    CHECK(c.io_threads == 3);
+    CHECK(c.drain_deadline == std::chrono::milliseconds(2500));
+    CHECK(c.limits.max_body_bytes == 100);
+    CHECK(c.limits.max_connections == 7);
+    CHECK(c.limits.header_timeout == std::chrono::seconds(1));
+    CHECK(c.agents[0].on_double_text == double_texting::interrupt);
+    CHECK(c.agents[0].cancel_on_disconnect);
+    CHECK(c.agents[0].request_deadline == std::chrono::seconds(9));
+    CHECK(c.agents[0].max_queued_asks == 3);
+  }
+  SECTION("takes a key from the environment variable it names") {
+    ::setenv("TROUPE_SERVE_TEST_KEY", "sk-from-the-environment-1", 1);
+    const serve_config c =
+        parse_config(agent + "[[keys]]\nkey_env = \"TROUPE_SERVE_TEST_KEY\"\nuser = \"v\"\n", "serve.toml", "");
+    CHECK(c.keys[0].key == "sk-from-the-environment-1");
+  }
+  SECTION("that is not TOML is refused with its line") {
+    CHECK_THAT(refusal("listen = \n"), Catch::Contains("serve.toml:1"));
+  }
+  SECTION("without agents or keys is refused") {
+    CHECK_THAT(refusal(key), Catch::Contains("agents: at least one"));
+    CHECK_THAT(refusal(agent), Catch::Contains("keys: at least one"));
+  }
+  SECTION("with a bad field is refused naming it") {
+    CHECK_THAT(refusal(agent + "double_texting = \"later\"\n" + key),
+               Catch::Contains("agents[0].double_texting: must be enqueue, reject or interrupt"));
+    CHECK_THAT(refusal(agent + "max_queued_asks = -1\n" + key), Catch::Contains("agents[0].max_queued_asks"));
+    CHECK_THAT(refusal(agent + "tools = \"calculator\"\n" + key), Catch::Contains("agents[0].tools: must be an array"));
+    CHECK_THAT(refusal(agent + "request_deadline_seconds = 0\n" + key),
+               Catch::Contains("agents[0].request_deadline_seconds"));
+    CHECK_THAT(refusal("[limits]\nmax_body_bytes = \"big\"\n" + agent + key),
+               Catch::Contains("limits.max_body_bytes: must be an integer"));
+    CHECK_THAT(refusal("listen = \"nowhere\"\n" + agent + key), Catch::Contains("listen:"));
+    CHECK_THAT(refusal("io_threads = 0\n" + agent + key), Catch::Contains("io_threads: must be between"));
+  }
+  SECTION("with a misspelt field is refused naming it") {
+    CHECK_THAT(refusal(agent + "max_iteration = 3\n" + key),
+               Catch::Contains("agents[0].max_iteration: is not a known"));
+    CHECK_THAT(refusal("lisen = \"127.0.0.1:1\"\n" + agent + key), Catch::Contains("lisen: is not a known field"));
+  }
+  SECTION("with an agent the CLI could not run is refused naming the agent") {
+    CHECK_THAT(refusal("[[agents]]\nid = \"s\"\nprovider = \"scripted\"\n" + key),
+               Catch::Contains("agents[0].model: --provider scripted needs --script"));
+    CHECK_THAT(refusal("[[agents]]\nmodel = \"openai:m\"\n" + key), Catch::Contains("agents[0].id: is required"));
+    CHECK_THAT(refusal(agent + agent + key), Catch::Contains("agents[1].id: another agent is already named a"));
+  }
+  SECTION("with a bad key is refused naming it, without showing the key") {
+    CHECK_THAT(refusal(agent + "[[keys]]\nkey = \"short\"\nuser = \"u\"\n"),
+               Catch::Contains("keys[0].key: a key must have at least 16 characters"));
+    CHECK_THAT(refusal(agent + "[[keys]]\nkey = \"short\"\nuser = \"u\"\n"), !Catch::Contains("\"short\""));
+    CHECK_THAT(refusal(agent + "[[keys]]\nkey_env = \"TROUPE_SERVE_TEST_UNSET\"\nuser = \"u\"\n"),
+               Catch::Contains("keys[0].key_env: the environment variable TROUPE_SERVE_TEST_UNSET is not set"));
+    CHECK_THAT(refusal(agent + "[[keys]]\nuser = \"u\"\n"), Catch::Contains("keys[0].key: give key or key_env"));
+    CHECK_THAT(refusal(agent + "[[keys]]\nkey = \"sk-0123456789abcdef\"\n"),
+               Catch::Contains("keys[0].user: is required"));
+    CHECK_THAT(refusal(agent + key + key), Catch::Contains("keys[1].key: the same key is given twice"));
+  }
+}
+
+TEST_CASE("keys") {
+  key_table keys({{"sk-0123456789abcdef", "u"}, {"sk-fedcba9876543210", "v"}});
+  SECTION("a known bearer key names its user") {
+    CHECK(keys.user_of("Bearer sk-0123456789abcdef") == "u");
+    CHECK(keys.user_of("bearer sk-fedcba9876543210") == "v");
+  }
+  SECTION("an unknown, truncated or extended key, or another scheme, names nobody") {
+    CHECK_FALSE(keys.user_of("Bearer sk-0123456789abcde"));
+    CHECK_FALSE(keys.user_of("Bearer sk-0123456789abcdef0"));
+    CHECK_FALSE(keys.user_of("Basic sk-0123456789abcdef"));
+    CHECK_FALSE(keys.user_of("Bearer "));
+    CHECK_FALSE(keys.user_of(""));
+  }
+  SECTION("the comparison needs the whole key") {
+    CHECK(constant_time_equal("abc", "abc"));
+    CHECK_FALSE(constant_time_equal("abd", "abc"));
+    CHECK_FALSE(constant_time_equal("", "abc"));
+    CHECK_FALSE(constant_time_equal("abcabc", "abc"));
+  }
+}
+
+TEST_CASE("the router") {
+  router r;
+  int hit = 0;
+  r.add(http::verb::get, "/v1/conversations/{id}", [&](const auto&) { hit = 1; });
+  r.add(http::verb::post, "/v1/conversations/{platform}/{chat_id}/messages", [&](const auto&) { hit = 2; });
+  SECTION("matches a pattern and reads its parameters") {
+    auto m = r.find(http::verb::post, {"v1", "conversations", "web", "c 1", "messages"});
+    REQUIRE(m.found);
+    CHECK(m.params == path_params{{"platform", "web"}, {"chat_id", "c 1"}});
+  }
+  SECTION("tells a path with another method from an unknown path") {
+    auto m = r.find(http::verb::put, {"v1", "conversations", "x"});
+    CHECK_FALSE(m.found);
+    CHECK(m.path_known);
+    CHECK_FALSE(r.find(http::verb::get, {"v1", "nothing"}).path_known);
+  }
+  SECTION("does not match an empty parameter") {
+    CHECK_FALSE(r.find(http::verb::get, {"v1", "conversations", ""}).found);
+  }
+}
+
+TEST_CASE("double texting") {
+  SECTION("a conversation without a running turn starts one under every policy") {
+    for (auto p : {double_texting::enqueue, double_texting::reject, double_texting::interrupt})
+      CHECK(admit(p, 0, 0) == admission_verdict::start);
+  }
+  SECTION("enqueue queues up to the bound, then is full") {
+    CHECK(admit(double_texting::enqueue, 1, 2) == admission_verdict::start);
+    CHECK(admit(double_texting::enqueue, 2, 2) == admission_verdict::start);
+    CHECK(admit(double_texting::enqueue, 3, 2) == admission_verdict::queue_full);
+  }
+  SECTION("reject refuses while a turn runs; interrupt replaces it") {
+    CHECK(admit(double_texting::reject, 1, 10) == admission_verdict::busy);
+    CHECK(admit(double_texting::interrupt, 1, 0) == admission_verdict::start_after_interrupt);
+  }
+}

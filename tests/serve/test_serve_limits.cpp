@@ -1,0 +1,93 @@
+// The server's limits, each with its clear answer: body size, slow
+// clients, too many connections; and a drain with streams open.
+
+#include "support/serve_fixture.hpp"
+
+#include <future>
+#include <thread>
+
+using namespace troupe::testing;
+namespace json = boost::json;
+
+TEST_CASE("serve: limits") {
+  SECTION("a body over the limit is a 413") {
+    serve_fixture f("memory:", "", "max_body_bytes = 64\n");
+    http_client c = f.client();
+    const http_reply r = c.send(http::verb::post, "/v1/conversations/web/c1/messages",
+                                message_body("helper", std::string(100, 'x')), as_user(alice_key));
+    CHECK(r.status == 413);
+    CHECK(r.error_type() == "body_too_large");
+  }
+  SECTION("a client that sends no request head within the header timeout is disconnected") {
+    serve_fixture f("memory:", "", "header_timeout_seconds = 0.2\n");
+    http_client c = f.client();
+    c.send_raw("GET /healthz HTTP/1.1\r\nHost: x\r\n");  // never ends its head
+    CHECK(c.closed_by_server());
+  }
+  SECTION("a client that does not send its whole body within the body timeout is disconnected") {
+    serve_fixture f("memory:", "", "body_timeout_seconds = 0.2\n");
+    http_client c = f.client();
+    c.send_raw("POST /v1/conversations/web/c1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"a");
+    CHECK(c.closed_by_server());
+  }
+  SECTION("an idle keep-alive connection is closed after the header timeout, not before an answer") {
+    serve_fixture f("memory:", "", "header_timeout_seconds = 0.2\n");
+    http_client c = f.client();
+    CHECK(c.send(http::verb::get, "/healthz").status == 200);
+    CHECK(c.closed_by_server());
+  }
+  SECTION("a connection past max_connections is answered 503 and closed") {
+    serve_fixture f("memory:", "", "max_connections = 2\n");
+    http_client one = f.client(), two = f.client();
+    // Answered requests prove both connections are open and counted.
+    REQUIRE(one.send(http::verb::get, "/healthz").status == 200);
+    REQUIRE(two.send(http::verb::get, "/healthz").status == 200);
+    http_client three = f.client();
+    const http_reply r = three.read_reply();
+    CHECK(r.status == 503);
+    CHECK(r.error_type() == "too_many_connections");
+    CHECK(r.header("retry-after") == "1");
+    one.close();
+    two.close();
+  }
+  SECTION("malformed HTTP is a 400") {
+    serve_fixture f;
+    http_client c = f.client();
+    c.send_raw("GARBAGE\r\n\r\n");
+    CHECK(c.read_reply().status == 400);
+  }
+}
+
+TEST_CASE("serve: draining with streams open") {
+  serve_fixture f("memory:", "drain_deadline_seconds = 3\n");
+  const auto alice = as_user(alice_key);
+  auto open = [&](const std::string& chat, const std::string& text) {
+    auto c = std::make_unique<http_client>(f.port());
+    c->open_stream("/v1/conversations/web/" + chat + "/messages", message_body("helper", text), alice);
+    REQUIRE(c->next_event()->name == "conversation");
+    return c;
+  };
+  auto finishing = open("c1", "hold-finishes");
+  auto stuck = open("c2", "hold-stuck");
+  REQUIRE(f.model->wait_held("hold-finishes"));
+  REQUIRE(f.model->wait_held("hold-stuck"));
+  http_client idle = f.client();
+  REQUIRE(idle.send(http::verb::get, "/healthz").status == 200);
+
+  auto drained = std::async(std::launch::async, [&] { f.server->drain(); });
+  while (!f.server->draining()) std::this_thread::yield();
+
+  SECTION("idle connections are closed; running turns may finish; the rest end with a shutdown error") {
+    CHECK(idle.closed_by_server());
+    REQUIRE(f.model->release("hold-finishes"));
+    const auto done = finishing->rest_of_stream();
+    REQUIRE_FALSE(done.empty());
+    CHECK(done.back().name == "message.completed");
+    const auto ended = stuck->rest_of_stream();
+    REQUIRE_FALSE(ended.empty());
+    CHECK(ended.back().name == "error");
+    CHECK(ended.back().data.at("error").at("type") == "shutdown");
+    drained.get();
+    CHECK(f.server->turns().unfinished_count() == 0);
+  }
+}

@@ -1,0 +1,122 @@
+// `troupe serve` as a user runs it: a bad config is refused naming the
+// field, and SIGTERM drains with a stream open and exits 0.
+
+#include "support/http_client.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+using namespace troupe::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path scratch_dir() {
+  fs::path d = fs::temp_directory_path() / ("troupe-serve-process-" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+void write_file(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
+
+const std::string key_line = "[[keys]]\nkey = \"sk-process-test-0123456789\"\nuser = \"alice\"\n";
+
+// The server, started with its stdout on a pipe: the first line says its port.
+struct serve_process {
+  pid_t pid = -1;
+  unsigned short port = 0;
+  explicit serve_process(const fs::path& config) {
+    int out[2];
+    REQUIRE(::pipe(out) == 0);
+    pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::dup2(out[1], 1);
+      ::close(out[0]);
+      ::execl(TROUPE_BINARY, TROUPE_BINARY, "serve", "--config", config.c_str(), "--listen", "127.0.0.1:0",
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    std::string line;
+    char c;
+    while (::read(out[0], &c, 1) == 1 && c != '\n') line += c;
+    ::close(out[0]);
+    const auto colon = line.rfind(':');
+    REQUIRE(colon != std::string::npos);
+    port = static_cast<unsigned short>(std::stoi(line.substr(colon + 1)));
+  }
+  int wait_exit() {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("troupe serve: a bad config is refused at start, naming the field") {
+  const fs::path dir = scratch_dir();
+  write_file(dir / "bad.toml",
+             "[[agents]]\nid = \"a\"\nprovider = \"scripted\"\nscript = \"s.json\"\n"
+             "double_texting = \"sometimes\"\n" +
+                 key_line);
+  const std::string command = std::string(TROUPE_BINARY) + " serve --config " + (dir / "bad.toml").string() + " 2>&1";
+  std::FILE* p = ::popen(command.c_str(), "r");
+  REQUIRE(p);
+  std::string out;
+  char buf[512];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = ::pclose(p);
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK_THAT(out, Catch::Contains("agents[0].double_texting"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("troupe serve: SIGTERM with a stream open ends its turn with a shutdown error and exits 0") {
+  const fs::path dir = scratch_dir();
+  // The model takes a minute: longer than the drain deadline.
+  write_file(dir / "slow.json", "[{\"text\": \"late\", \"delay_ms\": 60000}]");
+  write_file(dir / "serve.toml", "store = \"sqlite:" + (dir / "serve.db").string() +
+                                     "\"\ndrain_deadline_seconds = 0.2\n[[agents]]\nid = \"slow\"\n"
+                                     "provider = \"scripted\"\nscript = \"slow.json\"\n" +
+                                     key_line);
+  serve_process server(dir / "serve.toml");
+  http_client c(server.port);
+  const http_reply head = c.open_stream("/v1/conversations/web/c1/messages", "{\"agent\":\"slow\",\"content\":\"hi\"}",
+                                        {{"Authorization", "Bearer sk-process-test-0123456789"}});
+  REQUIRE(head.status == 200);
+  REQUIRE(c.next_event()->name == "conversation");
+  ::kill(server.pid, SIGTERM);
+  const auto rest = c.rest_of_stream();
+  REQUIRE_FALSE(rest.empty());
+  CHECK(rest.back().name == "error");
+  CHECK(rest.back().data.at("error").at("type") == "shutdown");
+  CHECK(server.wait_exit() == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("troupe serve: the example config runs offline") {
+  ::setenv("TROUPE_BOB_KEY", "sk-example-bob-0123456789", 1);
+  const fs::path dir = scratch_dir();
+  // The example keeps its store next to where the server runs: run it here.
+  const fs::path before = fs::current_path();
+  fs::current_path(dir);
+  serve_process server(fs::path(TROUPE_EXAMPLES_DIR) / "serve.toml");
+  fs::current_path(before);
+  http_client c(server.port);
+  const http_reply r = c.send(http::verb::post, "/v1/conversations/web/c1/messages",
+                              "{\"agent\":\"calculator\",\"content\":\"What is 12.5 * 8 + 3?\"}",
+                              {{"Authorization", "Bearer sk-example-alice-0123456789"}});
+  CHECK(r.status == 200);
+  CHECK(r.json().at("answer") == "12.5 × 8 + 3 = 103.");
+  ::kill(server.pid, SIGINT);
+  CHECK(server.wait_exit() == 0);
+  fs::remove_all(dir);
+}

@@ -1,0 +1,294 @@
+// Turns over HTTP: retries with an Idempotency-Key, the double-texting
+// policies, reconnecting to a stream, clients that go away, and one user's
+// flood beside another user's turn. The model is a gate the test opens, so
+// nothing here waits on a clock.
+
+#include "support/serve_fixture.hpp"
+
+#include <future>
+
+using namespace troupe::testing;
+namespace json = boost::json;
+
+namespace {
+
+std::string str(const json::value& v) { return std::string(v.as_string()); }
+
+std::string chat(const std::string& id) { return "/v1/conversations/web/" + id + "/messages"; }
+
+// A streamed message whose first event (the conversation) has been read:
+// the server has registered the turn.
+struct open_turn {
+  http_client client;
+  std::string conversation_id;
+  std::string request_id;
+  open_turn(unsigned short port, const std::string& target, const std::string& agent, const std::string& text,
+            header_list headers)
+      : client(port) {
+    const http_reply head = client.open_stream(target, message_body(agent, text), headers);
+    REQUIRE(head.status == 200);
+    auto first = client.next_event();
+    REQUIRE(first);
+    REQUIRE(first->name == "conversation");
+    conversation_id = str(first->data.at("conversation_id"));
+    request_id = str(first->data.at("request_id"));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("serve: Idempotency-Key") {
+  serve_fixture f;
+  http_client c = f.client();
+  const auto with_key = as_user(alice_key, {{"Idempotency-Key", "retry-1"}});
+
+  SECTION("a retried POST returns the original turn and asks the model once") {
+    const json::value a = c.send(http::verb::post, chat("c1"), message_body("helper", "hi"), with_key).json();
+    const std::size_t calls = f.model->calls();
+    const json::value b = c.send(http::verb::post, chat("c1"), message_body("helper", "hi"), with_key).json();
+    CHECK(f.model->calls() == calls);
+    CHECK(b.at("request_id") == a.at("request_id"));
+    CHECK(b.at("answer") == a.at("answer"));
+    CHECK(b.at("usage") == a.at("usage"));
+    const json::value conv =
+        c.send(http::verb::get, "/v1/conversations/" + str(a.at("conversation_id")), "", as_user(alice_key)).json();
+    CHECK(conv.at("messages").as_array().size() == 2);
+  }
+  SECTION("a retry while the turn runs joins it and gets its answer") {
+    open_turn first(f.port(), chat("c1"), "helper", "hold-idem", with_key);
+    REQUIRE(f.model->wait_held("hold-idem"));
+    http_client retry = f.client();
+    retry.write(http::verb::post, chat("c1"), message_body("helper", "hold-idem"), with_key);
+    // The retry is answered only when the one turn ends.
+    REQUIRE(f.model->release("hold-idem"));
+    const http_reply r = retry.read_reply();
+    REQUIRE(r.status == 200);
+    CHECK(str(r.json().at("request_id")) == first.request_id);
+    CHECK(r.json().at("answer") == "done: hold-idem");
+    CHECK(first.client.rest_of_stream().back().name == "message.completed");
+    CHECK(f.model->calls() == 1);
+  }
+  SECTION("a retried stream replays the turn's events") {
+    c.open_stream(chat("c1"), message_body("helper", "hi"), with_key);
+    const auto original = c.rest_of_stream();
+    c.open_stream(chat("c1"), message_body("helper", "hi"), with_key);
+    const auto again = c.rest_of_stream();
+    REQUIRE(again.size() == original.size());
+    for (std::size_t i = 0; i < again.size(); ++i) {
+      CHECK(again[i].name == original[i].name);
+      CHECK(again[i].data == original[i].data);
+    }
+  }
+  SECTION("the same key with another message is a 422") {
+    c.send(http::verb::post, chat("c1"), message_body("helper", "hi"), with_key);
+    const http_reply r = c.send(http::verb::post, chat("c1"), message_body("helper", "something else"), with_key);
+    CHECK(r.status == 422);
+    CHECK(r.error_type() == "idempotency_key_reused");
+  }
+  SECTION("the same key from another user is another turn") {
+    const json::value a = c.send(http::verb::post, chat("c1"), message_body("helper", "hi"), with_key).json();
+    const json::value b = c.send(http::verb::post, chat("c1"), message_body("helper", "hi"),
+                                 as_user(bob_key, {{"Idempotency-Key", "retry-1"}}))
+                              .json();
+    CHECK(a.at("request_id") != b.at("request_id"));
+    CHECK(f.model->calls() == 2);
+  }
+}
+
+TEST_CASE("serve: Idempotency-Key holds across a restart") {
+  const std::string db = (std::filesystem::temp_directory_path() / "troupe-serve-idem-test.db").string();
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);
+  const auto with_key = as_user(alice_key, {{"Idempotency-Key", "across-restarts"}});
+  json::value first;
+  {
+    serve_fixture f("sqlite:" + db);
+    first = f.client().send(http::verb::post, chat("c1"), message_body("helper", "calc: 2 + 3"), with_key).json();
+    REQUIRE(first.at("answer") == "result: {\"expression\":\"2 + 3\",\"value\":5}");
+  }
+  serve_fixture f("sqlite:" + db);
+  http_client c = f.client();
+  SECTION("as one JSON object, read back from the thread (usage is not stored)") {
+    const json::value again =
+        c.send(http::verb::post, chat("c1"), message_body("helper", "calc: 2 + 3"), with_key).json();
+    CHECK(f.model->calls() == 0);
+    CHECK(again.at("request_id") == first.at("request_id"));
+    CHECK(again.at("answer") == first.at("answer"));
+    CHECK(again.at("entries_appended") == first.at("entries_appended"));
+    CHECK(again.at("usage").is_null());
+  }
+  SECTION("as a stream of the turn's events") {
+    c.open_stream(chat("c1"), message_body("helper", "calc: 2 + 3"), with_key);
+    const auto events = c.rest_of_stream();
+    std::vector<std::string> names;
+    for (const auto& e : events) names.push_back(e.name);
+    CHECK(names == std::vector<std::string>{"conversation", "tool.started", "tool.finished", "message.delta",
+                                            "message.completed"});
+    CHECK(events.back().data.at("answer") == first.at("answer"));
+    CHECK(f.model->calls() == 0);
+  }
+  f.server->drain();
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);
+}
+
+TEST_CASE("serve: a second message while a turn runs") {
+  serve_fixture f;
+  const auto alice = as_user(alice_key);
+
+  SECTION("enqueue (the default) runs it after the first, in order") {
+    open_turn first(f.port(), chat("c1"), "helper", "hold-1", alice);
+    REQUIRE(f.model->wait_held("hold-1"));
+    open_turn second(f.port(), chat("c1"), "helper", "after", alice);
+    CHECK(second.conversation_id == first.conversation_id);
+    // The second turn waits for the first: its model call has not been made.
+    CHECK(f.model->calls() == 1);
+    REQUIRE(f.model->release("hold-1"));
+    CHECK(first.client.rest_of_stream().back().data.at("answer") == "done: hold-1");
+    CHECK(second.client.rest_of_stream().back().data.at("answer") == "echo: after");
+    const json::value conv =
+        f.client().send(http::verb::get, "/v1/conversations/" + first.conversation_id, "", alice).json();
+    const auto& m = conv.at("messages").as_array();
+    REQUIRE(m.size() == 4);
+    CHECK(m[0].at("content") == "hold-1");
+    CHECK(m[1].at("content") == "done: hold-1");
+    CHECK(m[2].at("content") == "after");
+  }
+  SECTION("enqueue past the agent's queue bound is a 429 with Retry-After") {
+    open_turn first(f.port(), chat("c1"), "tiny", "hold-q", alice);
+    REQUIRE(f.model->wait_held("hold-q"));
+    open_turn queued(f.port(), chat("c1"), "tiny", "queued", alice);
+    const http_reply r = f.client().send(http::verb::post, chat("c1"), message_body("tiny", "one too many"), alice);
+    CHECK(r.status == 429);
+    CHECK(r.error_type() == "queue_full");
+    CHECK(r.header("retry-after") == "1");
+    f.model->release("hold-q");
+    CHECK(queued.client.rest_of_stream().back().name == "message.completed");
+  }
+  SECTION("reject answers 409 while the turn runs, and takes messages again after it") {
+    open_turn first(f.port(), chat("c1"), "strict", "hold-r", alice);
+    REQUIRE(f.model->wait_held("hold-r"));
+    http_client c = f.client();
+    const http_reply r = c.send(http::verb::post, chat("c1"), message_body("strict", "too soon"), alice);
+    CHECK(r.status == 409);
+    CHECK(r.error_type() == "busy");
+    f.model->release("hold-r");
+    first.client.rest_of_stream();
+    REQUIRE(f.counter->wait_turns(1));
+    CHECK(c.send(http::verb::post, chat("c1"), message_body("strict", "now"), alice).status == 200);
+  }
+  SECTION("interrupt cancels the running turn and runs the new one") {
+    open_turn first(f.port(), chat("c1"), "urgent", "hold-i", alice);
+    REQUIRE(f.model->wait_held("hold-i"));
+    const http_reply r = f.client().send(http::verb::post, chat("c1"), message_body("urgent", "instead"), alice);
+    REQUIRE(r.status == 200);
+    CHECK(r.json().at("answer") == "echo: instead");
+    CHECK(f.model->wait_cancelled("hold-i"));
+    const auto rest = first.client.rest_of_stream();
+    REQUIRE_FALSE(rest.empty());
+    CHECK(rest.back().name == "error");
+    CHECK(rest.back().data.at("error").at("type") == "cancelled");
+  }
+}
+
+TEST_CASE("serve: reconnecting to a turn's events") {
+  serve_fixture f;
+  const auto alice = as_user(alice_key);
+  open_turn first(f.port(), chat("c1"), "helper", "hold-re", alice);
+  REQUIRE(f.model->wait_held("hold-re"));
+  auto delta = first.client.next_event();
+  REQUIRE(delta);
+  CHECK(delta->id == 2);
+  const std::string events = "/v1/conversations/" + first.conversation_id + "/events";
+
+  SECTION("with ?after= gets the events after that one, then the live ones") {
+    first.client.close();
+    http_client again = f.client();
+    again.open_stream(events + "?after=1", "", alice, http::verb::get);
+    auto e = again.next_event();
+    REQUIRE(e);
+    CHECK(e->id == 2);
+    CHECK(e->data.at("text") == "partial");
+    f.model->release("hold-re");
+    const auto rest = again.rest_of_stream();
+    REQUIRE(rest.size() == 2);
+    CHECK(rest[0].id == 3);
+    CHECK(rest[1].name == "message.completed");
+  }
+  SECTION("with Last-Event-ID does the same") {
+    http_client again = f.client();
+    again.open_stream(events, "", as_user(alice_key, {{"Last-Event-ID", "2"}}), http::verb::get);
+    f.model->release("hold-re");
+    const auto rest = again.rest_of_stream();
+    REQUIRE(rest.size() == 2);
+    CHECK(rest[0].id == 3);
+  }
+  SECTION("after the turn replays it") {
+    f.model->release("hold-re");
+    const auto live = first.client.rest_of_stream();
+    http_client again = f.client();
+    again.open_stream(events + "?after=0", "", alice, http::verb::get);
+    const auto replay = again.rest_of_stream();
+    REQUIRE(replay.size() == 4);
+    CHECK(replay[0].name == "conversation");
+    CHECK(replay[3].data == live.back().data);
+  }
+}
+
+TEST_CASE("serve: a streaming client that goes away") {
+  serve_fixture f;
+  const auto alice = as_user(alice_key);
+  SECTION("does not cancel the turn: it completes and is stored") {
+    std::string conversation;
+    {
+      open_turn t(f.port(), chat("c1"), "helper", "hold-gone", alice);
+      conversation = t.conversation_id;
+      REQUIRE(f.model->wait_held("hold-gone"));
+      t.client.close();
+    }
+    REQUIRE(f.counter->wait_closed(1));  // the server noticed
+    REQUIRE(f.model->release("hold-gone"));
+    REQUIRE(f.counter->wait_turns(1));
+    const json::value conv = f.client().send(http::verb::get, "/v1/conversations/" + conversation, "", alice).json();
+    CHECK(conv.at("messages").at(1).at("content") == "done: hold-gone");
+  }
+  SECTION("cancels the turn when the agent's policy says so") {
+    std::string conversation;
+    {
+      open_turn t(f.port(), chat("c1"), "urgent", "hold-cancel", alice);
+      conversation = t.conversation_id;
+      REQUIRE(f.model->wait_held("hold-cancel"));
+      t.client.close();
+    }
+    CHECK(f.model->wait_cancelled("hold-cancel"));
+    REQUIRE(f.counter->wait_turns(1));
+    const json::value trace =
+        f.client().send(http::verb::get, "/v1/conversations/" + conversation + "/trace", "", alice).json();
+    CHECK(trace.at("entries").as_array().back().at("kind") == "error");
+    CHECK(trace.at("entries").as_array().back().at("payload").at("type") == "cancelled");
+  }
+}
+
+// The bound: another user's turn waits for none of the flood's turns. Bob's
+// turn completes while every one of alice's 40 turns (30 holding a model
+// call on 30 chats, 10 queued behind one of them) is still unfinished.
+TEST_CASE("serve: one user's flood does not hold up another user's turn") {
+  serve_fixture f;
+  const auto alice = as_user(alice_key);
+  std::vector<std::unique_ptr<open_turn>> flood;
+  for (int i = 0; i < 30; ++i)
+    flood.push_back(
+        std::make_unique<open_turn>(f.port(), chat("flood-" + std::to_string(i)), "helper", "hold-flood", alice));
+  for (int i = 0; i < 10; ++i)
+    flood.push_back(
+        std::make_unique<open_turn>(f.port(), chat("flood-0"), "helper", "queued " + std::to_string(i), alice));
+  REQUIRE(f.model->wait_held("hold-flood", 30));
+
+  const http_reply bob =
+      f.client().send(http::verb::post, chat("c1"), message_body("helper", "my turn"), as_user(bob_key));
+  CHECK(bob.status == 200);
+  CHECK(bob.json().at("answer") == "echo: my turn");
+  CHECK(f.server->turns().unfinished_count() == 40);
+  CHECK(f.model->held_now() == 30);
+
+  for (int i = 0; i < 30; ++i) f.model->release("hold-flood");
+  for (auto& t : flood) CHECK(t->client.rest_of_stream().back().name == "message.completed");
+}
