@@ -56,31 +56,27 @@ class table_reader {
     out = static_cast<Int>(v);
   }
 
-  void seconds(std::string_view key, std::chrono::milliseconds& out) {
+  // An integer or a float, positive and at most `max`.
+  bool positive(std::string_view key, double& out, double max, const char* what) {
     const toml::node* n = find(key);
-    if (!n) return;
-    double v = 0;
-    if (n->is_integer())
-      v = static_cast<double>(n->as_integer()->get());
-    else if (n->is_floating_point())
-      v = n->as_floating_point()->get();
-    else
-      fail(key, "must be a number of seconds");
-    if (!(v > 0) || v > 86'400 * 365) fail(key, "must be a positive number of seconds");
-    out = std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(v * 1000)));
-  }
-
-  void number(std::string_view key, double& out) {
-    const toml::node* n = find(key);
-    if (!n) return;
+    if (!n) return false;
     if (n->is_integer())
       out = static_cast<double>(n->as_integer()->get());
     else if (n->is_floating_point())
       out = n->as_floating_point()->get();
     else
-      fail(key, "must be a number");
-    if (!(out > 0)) fail(key, "must be positive");
+      fail(key, std::string("must be ") + what);
+    if (!(out > 0) || out > max) fail(key, std::string("must be ") + what + ", positive");
+    return true;
   }
+
+  void seconds(std::string_view key, std::chrono::milliseconds& out) {
+    double v = 0;
+    if (positive(key, v, 86'400.0 * 365, "a number of seconds"))
+      out = std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(v * 1000)));
+  }
+
+  void number(std::string_view key, double& out) { positive(key, out, 1e12, "a number"); }
 
   void flag(std::string_view key, bool& out) {
     const toml::node* n = find(key);

@@ -101,7 +101,7 @@ void fork(route_context& ctx, const std::shared_ptr<exchange>& ex) {
     (void)convs.delete_conversation(child->id);
     return respond_store_error(ex, forked.error());
   }
-  auto fresh = convs.find_conversation(child->id);
+  auto fresh = convs.set_conversation_metadata(child->id, c->metadata);
   json::object out = to_json(fresh ? *fresh : *child).as_object();
   out["forked_from"] = {{"conversation_id", c->id}, {"at_seq", at_seq}};
   ex->respond(json_response(http::status::created, out));

@@ -92,6 +92,17 @@ void post_message(route_context& ctx, const std::shared_ptr<exchange>& ex) {
   auto conv = ctx.agents.store().conversations->get_or_create_conversation(
       {ex->user(), ex->param("platform"), ex->param("chat_id")});
   if (!conv) return respond_store_error(ex, conv.error());
+  // One agent answers a conversation: its thread has one writer.
+  if (const auto bound = string_field(conv->metadata, "agent"); !bound) {
+    json::object metadata = conv->metadata;
+    metadata["agent"] = *agent_id;
+    auto set = ctx.agents.store().conversations->set_conversation_metadata(conv->id, metadata);
+    if (!set) return respond_store_error(ex, set.error());
+  } else if (*bound != *agent_id) {
+    return ex->respond(error_response(http::status::conflict, "agent_mismatch",
+                                      "this conversation is answered by agent " + std::string(*bound) +
+                                          "; start another chat to talk to " + *agent_id));
+  }
 
   turn_ids ids{{}, conv->id, conv->thread_id, *agent_id, ex->user(), *content, idem};
   // A retried POST finds its turn by a request id made from its key: in

@@ -89,15 +89,7 @@ void session::on_header(beast::error_code ec) {
   if (phase_ == phase::closing) return;
   // A deadline that passed has closed the socket already: nothing can be said.
   if (client_went_away(ec)) return close();
-  keep_alive_ = false;  // after a malformed head the stream cannot be trusted
-  if (ec == http::error::header_limit)
-    return reply_now(error_response(http::status::request_header_fields_too_large, "headers_too_large",
-                                    "the request's headers exceed 16 KiB"));
-  if (ec == http::error::body_limit)
-    return reply_now(error_response(http::status::payload_too_large, "body_too_large",
-                                    "the body exceeds " + std::to_string(ctx_.limits.max_body_bytes) + " bytes"));
-  if (ec) return reply_now(error_response(http::status::bad_request, "bad_request", "malformed HTTP request"));
-  keep_alive_ = true;
+  if (ec) return refuse_request(ec);
   if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
     static const std::string go_on = "HTTP/1.1 100 Continue\r\n\r\n";
     net::async_write(stream_, net::buffer(go_on), [self = shared_from_this()](beast::error_code ec, std::size_t) {
@@ -107,6 +99,17 @@ void session::on_header(beast::error_code ec) {
     return;
   }
   read_body();
+}
+
+void session::refuse_request(beast::error_code ec) {
+  keep_alive_ = false;  // after a malformed request the stream cannot be trusted
+  if (ec == http::error::header_limit)
+    return reply_now(error_response(http::status::request_header_fields_too_large, "headers_too_large",
+                                    "the request's headers exceed 16 KiB"));
+  if (ec == http::error::body_limit)
+    return reply_now(error_response(http::status::payload_too_large, "body_too_large",
+                                    "the body exceeds " + std::to_string(ctx_.limits.max_body_bytes) + " bytes"));
+  reply_now(error_response(http::status::bad_request, "bad_request", "malformed HTTP request"));
 }
 
 void session::read_body() {
@@ -119,13 +122,7 @@ void session::read_body() {
 void session::on_body(beast::error_code ec) {
   if (phase_ == phase::closing) return;
   if (client_went_away(ec)) return close();
-  if (ec) {
-    keep_alive_ = false;
-    if (ec == http::error::body_limit)
-      return reply_now(error_response(http::status::payload_too_large, "body_too_large",
-                                      "the body exceeds " + std::to_string(ctx_.limits.max_body_bytes) + " bytes"));
-    return reply_now(error_response(http::status::bad_request, "bad_request", "malformed HTTP request body"));
-  }
+  if (ec) return refuse_request(ec);
   dispatch_request();
 }
 

@@ -76,6 +76,7 @@ class session : public std::enable_shared_from_this<session> {
   void on_header(boost::beast::error_code ec);
   void read_body();
   void on_body(boost::beast::error_code ec);
+  void refuse_request(boost::beast::error_code ec);  // 400, 413 or 431, then close
   void dispatch_request();
   void reply_now(http_response r);
   void record(const http_request& req, const std::string& route, unsigned status) const;

@@ -96,6 +96,10 @@ class conversation_store {
                                                                std::size_t offset) = 0;
   // Archived conversations stay readable; the key then opens a new one.
   virtual stored<conversation> archive_conversation(const std::string& conversation_id) = 0;
+  // Replaces the conversation's metadata (a server keeps which agent
+  // answers it there) and returns the conversation as it is now.
+  virtual stored<conversation> set_conversation_metadata(const std::string& conversation_id,
+                                                         const boost::json::object& metadata) = 0;
   // Removes the conversation with its thread and every entry.
   virtual stored<void> delete_conversation(const std::string& conversation_id) = 0;
 };

@@ -168,6 +168,16 @@ stored<conversation> memory_store::archive_conversation(const std::string& conve
   return it->second;
 }
 
+stored<conversation> memory_store::set_conversation_metadata(const std::string& conversation_id,
+                                                             const boost::json::object& metadata) {
+  std::lock_guard lock(conversations_mutex_);
+  auto it = conversations_.find(conversation_id);
+  if (it == conversations_.end()) return conversation_not_found(conversation_id);
+  it->second.metadata = metadata;
+  it->second.updated_at = wall_clock_ms();
+  return it->second;
+}
+
 stored<void> memory_store::delete_conversation(const std::string& conversation_id) {
   std::string thread_id;
   {

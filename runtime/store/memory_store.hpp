@@ -36,6 +36,8 @@ class memory_store final : public thread_store, public conversation_store {
   stored<std::vector<conversation>> list_conversations(const std::string& user_id, std::size_t limit,
                                                        std::size_t offset) override;
   stored<conversation> archive_conversation(const std::string& conversation_id) override;
+  stored<conversation> set_conversation_metadata(const std::string& conversation_id,
+                                                 const boost::json::object& metadata) override;
   stored<void> delete_conversation(const std::string& conversation_id) override;
 
  private:

@@ -75,6 +75,14 @@ TEST_CASE("serve: a message to an agent") {
     CHECK(conv.at("messages").as_array().size() == 6);
     CHECK(conv.at("messages").at(5).at("content") == "echo: three");
   }
+  SECTION("binds the conversation to its agent: another agent on it is a 409") {
+    c.send(http::verb::post, messages_c1, message_body("helper", "hi"), as_user(alice_key));
+    const http_reply r = c.send(http::verb::post, messages_c1, message_body("strict", "hi"), as_user(alice_key));
+    CHECK(r.status == 409);
+    CHECK(r.error_type() == "agent_mismatch");
+    const json::value list = c.send(http::verb::get, "/v1/conversations", "", as_user(alice_key)).json();
+    CHECK(list.at("data").at(0).at("metadata").at("agent") == "helper");
+  }
   SECTION("on another chat or from another user is another conversation") {
     const json::value a = c.send(http::verb::post, messages_c1, message_body("helper", "x"), as_user(alice_key)).json();
     const json::value b =

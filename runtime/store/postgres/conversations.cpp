@@ -6,6 +6,8 @@
 #include "runtime/store/postgres/connection_pool.hpp"
 #include "runtime/store/postgres/rows.hpp"
 
+#include <boost/json/serialize.hpp>
+
 #include <algorithm>
 
 namespace troupe {
@@ -117,6 +119,20 @@ stored<conversation> postgres_store::archive_conversation(const std::string& con
       conversation_columns;
   result r = run(c, sql.c_str(), {conversation_id, std::to_string(wall_clock_ms())});
   if (!r.ok()) return r.error(c, "archive " + conversation_id);
+  if (r.rows() == 0) return conversation_not_found(conversation_id);
+  return read_conversation(r, 0);
+}
+
+stored<conversation> postgres_store::set_conversation_metadata(const std::string& conversation_id,
+                                                               const boost::json::object& metadata) {
+  lease l(*pool_);
+  if (!l) return l.failure();
+  PGconn* c = l.get();
+  const std::string sql =
+      std::string("UPDATE conversations SET metadata = $2::json, updated_at = $3 WHERE id = $1 RETURNING ") +
+      conversation_columns;
+  result r = run(c, sql.c_str(), {conversation_id, boost::json::serialize(metadata), std::to_string(wall_clock_ms())});
+  if (!r.ok()) return r.error(c, "set the metadata of " + conversation_id);
   if (r.rows() == 0) return conversation_not_found(conversation_id);
   return read_conversation(r, 0);
 }

@@ -8,6 +8,7 @@
 #include "runtime/store/sqlite/rows.hpp"
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <algorithm>
 
@@ -161,6 +162,24 @@ stored<conversation> sqlite_store::archive_conversation(const std::string& conve
     s.bind(1, wall_clock_ms());
     s.bind(2, conversation_id);
     if (s.step() != SQLITE_DONE) return c.io_error("archive " + conversation_id);
+    out = select_conversation(c, "id = ?", {conversation_id});
+    return std::nullopt;
+  });
+  if (e) return *e;
+  if (!out && out.error().type == "not_found") return conversation_not_found(conversation_id);
+  return out;
+}
+
+stored<conversation> sqlite_store::set_conversation_metadata(const std::string& conversation_id,
+                                                             const boost::json::object& metadata) {
+  stored<conversation> out = conversation_not_found(conversation_id);
+  const auto e = write([&](connection& c) -> std::optional<store_error> {
+    statement s(c, "UPDATE conversations SET metadata = ?, updated_at = ? WHERE id = ?");
+    if (!s) return c.io_error("set the metadata of " + conversation_id);
+    s.bind(1, json::serialize(metadata));
+    s.bind(2, wall_clock_ms());
+    s.bind(3, conversation_id);
+    if (s.step() != SQLITE_DONE) return c.io_error("set the metadata of " + conversation_id);
     out = select_conversation(c, "id = ?", {conversation_id});
     return std::nullopt;
   });

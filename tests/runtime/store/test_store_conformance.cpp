@@ -261,6 +261,14 @@ TEMPLATE_TEST_CASE("a conversation store maps a user's chat to one thread", "[st
     CHECK(conversations.history(first->id, 10)->size() == 1);
     CHECK(conversations.archive_conversation("conv-nope").error().type == "not_found");
   }
+  SECTION("metadata is replaced and read back") {
+    auto set = conversations.set_conversation_metadata(first->id, {{"agent", "helper"}});
+    REQUIRE(set);
+    CHECK(set->metadata == boost::json::object{{"agent", "helper"}});
+    CHECK(conversations.find_conversation(first->id)->metadata == boost::json::object{{"agent", "helper"}});
+    CHECK(conversations.get_or_create_conversation(key)->metadata.at("agent") == "helper");
+    CHECK(conversations.set_conversation_metadata("conv-nope", {}).error().type == "not_found");
+  }
   SECTION("delete removes the conversation, its thread and its entries") {
     thread t(first->thread_id, 1);
     commit(threads, t, {said("user", "forget me")}, 1000, ids);
