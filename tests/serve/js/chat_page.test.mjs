@@ -235,6 +235,8 @@ async function main() {
   check((await answer.getAttribute("aria-busy")) === null, "the answer no longer busy");
   check(!(await page.locator("#send").isDisabled()), "Send enabled again");
   await page.locator("#conversations button").getByText(question).waitFor();
+  check((await page.locator("#conversations .when").first().textContent()).startsWith("calculator · "),
+        "the conversation listed with its agent");
 
   if (screenshot) {
     await tool.locator("summary").click();  // open the tool call, to show its arguments and result
