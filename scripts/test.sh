@@ -3,8 +3,10 @@
 # everything warning-free, and runs every test through ctest, beside a
 # throwaway PostgreSQL server for the PostgreSQL store's tests. The MCP
 # tests' servers come from the npm registry, pinned by
-# tests/mcp/package-lock.json, the serve tests' clients (openai) by
-# tests/serve/js/package-lock.json (npm ci; Debian's nodejs and npm if missing).
+# tests/mcp/package-lock.json, the serve tests' node packages (the openai
+# client, and playwright-core, which drives Debian's chromium for the web
+# chat page's test) by tests/serve/js/package-lock.json (npm ci; Debian's
+# nodejs and npm if missing).
 #
 # --sanitize builds the test suite with AddressSanitizer and
 # UndefinedBehaviorSanitizer into build-sanitize/ (or $TROUPE_BUILD_DIR) and
@@ -23,7 +25,7 @@ elif [ $# -gt 0 ]; then
   echo "usage: scripts/test.sh [--sanitize]" >&2
   exit 2
 fi
-bash scripts/install-deps.sh postgresql
+bash scripts/install-deps.sh postgresql chromium
 command -v node >/dev/null && command -v npm >/dev/null || bash scripts/install-deps.sh nodejs npm
 npm ci --prefix tests/mcp --no-audit --no-fund
 npm ci --prefix tests/serve/js --no-audit --no-fund

@@ -6,6 +6,7 @@
 #include "apps/serve/route_context.hpp"
 #include "apps/serve/session.hpp"
 #include "apps/serve/timed_store.hpp"
+#include "apps/serve/web_page.hpp"
 
 #include "runtime/telemetry/fanout_sink.hpp"
 
@@ -35,6 +36,7 @@ server::server(serve_config config, deployment_options options)
   add_service_routes(routes_, *route_ctx_);
   add_openai_routes(routes_, *route_ctx_);
   add_metrics_route(routes_, metrics_);
+  add_web_routes(routes_);
   sessions_ = std::make_unique<session_registry>();
   conn_ctx_ = std::make_unique<connection_context>(
       connection_context{routes_, keys_, config_.limits, observers_, draining_, *sessions_});
