@@ -27,7 +27,9 @@ std::optional<replayed_turn> replay_turn(const thread_view& t, const std::string
   add("conversation", conversation_event(ids));
   std::optional<reply> ended;
   for (const entry* e : entries) {
-    const json::object& p = e->payload;
+    // Replays are rare (a reconnect after the turn): the JSON form keeps this
+    // reader the same for every kind.
+    const json::object p = e->payload.to_json();
     if (e->kind == entry_kind::message) {
       const auto role = string_field(p, "role");
       const std::string content(string_field(p, "content").value_or(""));
