@@ -346,29 +346,29 @@ class agent_logic {
   // another owner holds is not loaded ("owned"); a lease taken for a load
   // that failed, or for an agent gone meanwhile, is given back at once.
   void load_async(const std::string& thread_id) {
-    stores().submit([self = handle(), store = stores().shared_store(), deadline = stores().deadline(),
-                     owner = st_.ctx->owner_id, ttl = st_.ctx->lease_ttl, alive = st_.alive,
-                     thread_id](store_job_status why) {
-      loaded_thread loaded = not_run(why, deadline);
-      lease_held lease;
-      if (why == store_job_status::run && alive->load()) {
-        if (auto what = thrown_by([&] {
-              if (auto taken = store->acquire_lease(thread_id, owner, wall_clock_ms(), ttl)) {
-                lease = std::move(*taken);
-                random_ids ids;  // the agent's own source is not for other threads
-                loaded = load_thread(*store, thread_id, ids, wall_clock_ms(), &*lease);
-              } else {
-                loaded = taken.error();
-              }
-            }))
-          loaded = store_error{"internal", "the store threw: " + *what};
-        if (lease && (!loaded || !alive->load())) {
-          thrown_by([&] { store->release_lease(thread_id, *lease); });
-          lease.reset();
-        }
-      }
-      caf::anon_send(self, loaded_atom::value, thread_id, std::move(loaded), std::move(lease));
-    });
+    stores().acquire_lease_then(thread_id, st_.ctx->owner_id, st_.ctx->lease_ttl,
+                                [self = handle(), store = stores().shared_store(), deadline = stores().deadline(),
+                                 alive = st_.alive, thread_id](store_job_status why, stored<thread_lease> taken) {
+                                  loaded_thread loaded = not_run(why, deadline);
+                                  lease_held lease;
+                                  if (taken) lease = std::move(*taken);
+                                  if (why == store_job_status::run && alive->load()) {
+                                    if (!taken) {
+                                      loaded = taken.error();
+                                    } else if (auto what = thrown_by([&] {
+                                                 random_ids ids;  // the agent's own source is not for other threads
+                                                 loaded = load_thread(*store, thread_id, ids, wall_clock_ms(), &*lease);
+                                               })) {
+                                      loaded = store_error{"internal", "the store threw: " + *what};
+                                    }
+                                  }
+                                  if (lease && (!loaded || !alive->load())) {
+                                    thrown_by([&] { store->release_lease(thread_id, *lease); });
+                                    lease.reset();
+                                  }
+                                  caf::anon_send(self, loaded_atom::value, thread_id, std::move(loaded),
+                                                 std::move(lease));
+                                });
   }
 
   // Gives a lease up, so that another process need not wait for it to expire.
