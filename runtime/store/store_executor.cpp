@@ -74,7 +74,7 @@ void store_executor::append(thread_view t, std::uint64_t expected_rev, std::opti
 
 void store_executor::acquire_lease_then(std::string thread_id, std::string owner, std::chrono::milliseconds ttl,
                                         leased_job then) {
-  if (path_ != commit_path::queued) {
+  if (!store_->queues_lease_takes()) {
     submit([this, thread_id = std::move(thread_id), owner = std::move(owner), ttl,
             then = std::move(then)](store_job_status why) {
       if (why != store_job_status::run) {

@@ -69,9 +69,9 @@ class store_executor {
 
   // Takes the lease of `thread_id` for `owner` (thread_store::acquire_lease,
   // from now for `ttl`), then runs `then` on a store thread, exactly once,
-  // with the lease or why there is none. A queued store takes it in its
-  // next batch, so that loading many threads at once does not hold a store
-  // thread per lease.
+  // with the lease or why there is none. A store that queues lease takes
+  // (SQLite) takes it in its next batch, so that loading many threads at
+  // once does not hold a store thread per lease.
   using leased_job = std::function<void(store_job_status, stored<thread_lease>)>;
   void acquire_lease_then(std::string thread_id, std::string owner, std::chrono::milliseconds ttl, leased_job then);
 

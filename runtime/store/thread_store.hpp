@@ -90,8 +90,9 @@ class thread_store {
                                              std::int64_t now_ms, std::chrono::milliseconds ttl);
   // Gives a lease up early, so that another owner need not wait for it to
   // expire; nothing if `held` is no longer the thread's lease.
-  // acquire_lease() without waiting, for `queued` stores, as append_queued()
-  // is to append(). The default runs it on the caller's thread.
+  // acquire_lease() without waiting, as append_queued() is to append(), for
+  // stores that say they queue it; the default runs it on the caller's thread.
+  virtual bool queues_lease_takes() const { return false; }
   virtual void acquire_lease_queued(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
                                     std::chrono::milliseconds ttl, lease_done done);
   virtual void release_lease(const std::string& thread_id, const thread_lease& held);
