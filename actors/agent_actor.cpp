@@ -368,30 +368,30 @@ class agent_logic {
       stamp = now_ms();
       id_seed = st_.ids.next_u64();
     }
-    stores().submit([self = handle(), store = stores().shared_store(), deadline = stores().deadline(),
-                     owner = st_.ctx->owner_id, ttl = st_.ctx->lease_ttl, alive = st_.alive, thread_id, stamp,
-                     id_seed](store_job_status why) {
-      loaded_thread loaded = not_run(why, deadline);
-      lease_held lease;
-      if (why == store_job_status::run && alive->load()) {
-        if (auto what = thrown_by([&] {
-              if (auto taken = store->acquire_lease(thread_id, owner, wall_clock_ms(), ttl)) {
-                lease = std::move(*taken);
-                // The agent's own source is not for other threads.
-                random_ids ids = id_seed ? random_ids(*id_seed) : random_ids();
-                loaded = load_thread(*store, thread_id, ids, stamp.value_or(wall_clock_ms()), &*lease);
-              } else {
-                loaded = taken.error();
-              }
-            }))
-          loaded = store_error{"internal", "the store threw: " + *what};
-        if (lease && (!loaded || !alive->load())) {
-          thrown_by([&] { store->release_lease(thread_id, *lease); });
-          lease.reset();
-        }
-      }
-      caf::anon_send(self, loaded_atom::value, thread_id, std::move(loaded), std::move(lease));
-    });
+    stores().acquire_lease_then(
+        thread_id, st_.ctx->owner_id, st_.ctx->lease_ttl,
+        [self = handle(), store = stores().shared_store(), deadline = stores().deadline(), alive = st_.alive,
+         thread_id, stamp, id_seed](store_job_status why, stored<thread_lease> taken) {
+          loaded_thread loaded = not_run(why, deadline);
+          lease_held lease;
+          if (taken) lease = std::move(*taken);
+          if (why == store_job_status::run && alive->load()) {
+            if (!taken) {
+              loaded = taken.error();
+            } else if (auto what = thrown_by([&] {
+                         // The agent's own source is not for other threads.
+                         random_ids ids = id_seed ? random_ids(*id_seed) : random_ids();
+                         loaded = load_thread(*store, thread_id, ids, stamp.value_or(wall_clock_ms()), &*lease);
+                       })) {
+              loaded = store_error{"internal", "the store threw: " + *what};
+            }
+          }
+          if (lease && (!loaded || !alive->load())) {
+            thrown_by([&] { store->release_lease(thread_id, *lease); });
+            lease.reset();
+          }
+          caf::anon_send(self, loaded_atom::value, thread_id, std::move(loaded), std::move(lease));
+        });
   }
 
   // Gives a lease up, so that another process need not wait for it to expire.

@@ -13,12 +13,19 @@
 // medians are printed.
 //
 //   build/bench/durable_bench [--agents 10000] [--turns 3] [--repeat 3]
+//                             [--only STORE] [--skip-slowed]
+//
+// --only runs the memory store and STORE (sqlite, "sqlite sync=full",
+// postgres) in section 1; --skip-slowed leaves section 2 out. Both are for
+// profiling one store; the README's figures come from a full run.
 
 #include "apps/simulation.hpp"
 #include "bench/bench_support.hpp"
 #include "runtime/store/memory_store.hpp"
 #include "runtime/store/open_store.hpp"
 #include "support/store_backends.hpp"
+
+#include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
@@ -58,12 +65,20 @@ class delayed_store final : public thread_store {
 };
 
 struct run_figures {
-  double turns_per_second = 0, p50 = 0, p99 = 0, commits = 0, transactions = 0, failed = 0;
+  double turns_per_second = 0, p50 = 0, p99 = 0, commits = 0, transactions = 0, failed = 0, cpu_us_per_turn = 0;
 };
 
 run_figures figures_of(const std::vector<double>& v) {
-  if (v.size() < 6) return {};
-  return {v[0], v[1], v[2], v[3], v[4], v[5]};
+  if (v.size() < 7) return {};
+  return {v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
+}
+
+// CPU time this process has used, all its threads (a database server's is not counted).
+double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return sec(u.ru_utime) + sec(u.ru_stime);
 }
 
 std::vector<double> simulate(std::shared_ptr<thread_store> store, std::size_t agents, std::size_t turns) {
@@ -73,12 +88,18 @@ std::vector<double> simulate(std::shared_ptr<thread_store> store, std::size_t ag
   o.tools_per_turn = 1;
   o.store = std::move(store);
   simulation_progress progress;
+  const double cpu_before = process_cpu_seconds();
   const simulation_report r = run_simulation(o, progress);
+  const double cpu = process_cpu_seconds() - cpu_before;
   const double commits = r.store_batching ? static_cast<double>(r.store_batching->commits) : 0;
   const double transactions = r.store_batching ? static_cast<double>(r.store_batching->transactions) : 0;
-  return {r.turns_per_second, r.turn_latency.p50,
-          r.turn_latency.p99, commits,
-          transactions,       static_cast<double>(r.turns_failed)};
+  return {r.turns_per_second,
+          r.turn_latency.p50,
+          r.turn_latency.p99,
+          commits,
+          transactions,
+          static_cast<double>(r.turns_failed),
+          r.turns_completed ? cpu * 1e6 / static_cast<double>(r.turns_completed) : 0};
 }
 
 // A simulation on a fresh SQLite file (`query`: its options), removed afterwards.
@@ -105,6 +126,12 @@ int main(int argc, char** argv) {
   const std::size_t turns = flag(argc, argv, "--turns", 3);
   const std::size_t repeat = flag(argc, argv, "--repeat", 3);
   const bool postgres = std::getenv("TROUPE_TEST_POSTGRES") != nullptr;
+  std::string only;
+  bool skip_slowed = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--only" && i + 1 < argc) only = argv[i + 1];
+    if (std::string(argv[i]) == "--skip-slowed") skip_slowed = true;
+  }
 
   struct config {
     std::string name;
@@ -120,6 +147,7 @@ int main(int argc, char** argv) {
                          testing::postgres_backend server;
                          return simulate(server.store, agents, turns);
                        }});
+  if (!only.empty()) std::erase_if(configs, [&](const config& c) { return c.name != "memory" && c.name != only; });
 
   std::printf("1. %zu agents x %zu turns, one tool call per turn, every step committed (medians of %zu)\n", agents,
               turns, repeat);
@@ -133,18 +161,20 @@ int main(int argc, char** argv) {
     return median(v);
   };
   const double memory_rate = med("memory", &run_figures::turns_per_second);
-  std::printf("%-18s %10s %8s %12s %12s %14s %7s\n", "store", "turns/s", "ratio", "p50 ms", "p99 ms", "commits/txn",
-              "failed");
+  std::printf("%-18s %10s %8s %10s %10s %12s %12s %7s\n", "store", "turns/s", "ratio", "p50 ms", "p99 ms",
+              "commits/txn", "CPU us/turn", "failed");
   for (const config& c : configs) {
     const double txn = med(c.name, &run_figures::transactions);
     const double rate = med(c.name, &run_figures::turns_per_second);
     char per_txn[32] = "-";
     if (txn > 0) std::snprintf(per_txn, sizeof per_txn, "%.1f", med(c.name, &run_figures::commits) / txn);
-    std::printf("%-18s %10.0f %8.2f %12.1f %12.1f %14s %7.0f\n", c.name.c_str(), rate,
+    std::printf("%-18s %10.0f %8.2f %10.1f %10.1f %12s %12.0f %7.0f\n", c.name.c_str(), rate,
                 memory_rate > 0 ? rate / memory_rate : 0, med(c.name, &run_figures::p50),
-                med(c.name, &run_figures::p99), per_txn, med(c.name, &run_figures::failed));
+                med(c.name, &run_figures::p99), per_txn, med(c.name, &run_figures::cpu_us_per_turn),
+                med(c.name, &run_figures::failed));
   }
   if (!postgres) std::printf("(postgres: not measured, TROUPE_TEST_POSTGRES is not set)\n");
+  if (skip_slowed) return 0;
 
   // 2. One agent's commits 50 ms slower; the other agents' turns should not notice.
   const std::size_t slow_agents = std::min<std::size_t>(agents, 1'000), slow_turns = 5;

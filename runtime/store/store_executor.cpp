@@ -1,5 +1,6 @@
 #include "runtime/store/store_executor.hpp"
 
+#include "runtime/clock.hpp"
 #include "runtime/thrown_by.hpp"
 
 #include <pthread.h>
@@ -30,6 +31,7 @@ stored<std::uint64_t> guarded_append(thread_store& store, const thread_view& t, 
 
 store_executor::store_executor(std::shared_ptr<thread_store> store, store_executor_options options)
     : store_(std::move(store)), path_(store_->path()), options_(options) {
+  if (path_ == commit_path::queued) store_->set_queue_deadline(options_.deadline);
   // An immediate store never needs a thread; a queued one only for loads.
   const std::size_t n = path_ == commit_path::immediate ? 0 : std::max<std::size_t>(1, options_.threads);
   threads_.reserve(n);
@@ -38,7 +40,10 @@ store_executor::store_executor(std::shared_ptr<thread_store> store, store_execut
 
 store_executor::~store_executor() {
   {
-    std::lock_guard lock(mutex_);
+    // What a lease take queued hands on to a store thread must still find
+    // this executor running.
+    std::unique_lock lock(mutex_);
+    leases_answered_.wait(lock, [&] { return leases_queued_ == 0; });
     stopping_ = true;
   }
   wake_.notify_all();
@@ -65,6 +70,43 @@ void store_executor::append(thread_view t, std::uint64_t expected_rev, std::opti
       });
       return;
   }
+}
+
+void store_executor::acquire_lease_then(std::string thread_id, std::string owner, std::chrono::milliseconds ttl,
+                                        leased_job then) {
+  if (!store_->queues_lease_takes()) {
+    submit([this, thread_id = std::move(thread_id), owner = std::move(owner), ttl,
+            then = std::move(then)](store_job_status why) {
+      if (why != store_job_status::run) {
+        then(why, not_run(why, options_.deadline));
+        return;
+      }
+      std::optional<stored<thread_lease>> taken;
+      if (auto what = thrown_by([&] { taken = store_->acquire_lease(thread_id, owner, wall_clock_ms(), ttl); }))
+        taken = store_error{"internal", "the store threw: " + *what + "; no lease was taken"};
+      then(why, std::move(*taken));
+    });
+    return;
+  }
+  {
+    std::unique_lock lock(mutex_);
+    if (stopping_) {
+      lock.unlock();
+      then(store_job_status::stopping, not_run(store_job_status::stopping, options_.deadline));
+      return;
+    }
+    ++leases_queued_;
+  }
+  auto answered = [this, then = std::move(then)](stored<thread_lease> taken) mutable {
+    submit([then = std::move(then), taken = std::move(taken)](store_job_status why) mutable {
+      then(why, std::move(taken));
+    });
+    std::lock_guard lock(mutex_);
+    if (--leases_queued_ == 0) leases_answered_.notify_all();
+  };
+  // A store that throws (it should answer with an error) has queued nothing.
+  if (auto what = thrown_by([&] { store_->acquire_lease_queued(thread_id, owner, wall_clock_ms(), ttl, answered); }))
+    answered(store_error{"internal", "the store threw: " + *what + "; no lease was taken"});
 }
 
 void store_executor::submit(job j) {

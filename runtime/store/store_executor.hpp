@@ -67,6 +67,14 @@ class store_executor {
   // (`stopping` only for work handed over after the executor began to stop).
   void submit(job j);
 
+  // Takes the lease of `thread_id` for `owner` (thread_store::acquire_lease,
+  // from now for `ttl`), then runs `then` on a store thread, exactly once,
+  // with the lease or why there is none. A store that queues lease takes
+  // (SQLite) takes it in its next batch, so that loading many threads at
+  // once does not hold a store thread per lease.
+  using leased_job = std::function<void(store_job_status, stored<thread_lease>)>;
+  void acquire_lease_then(std::string thread_id, std::string owner, std::chrono::milliseconds ttl, leased_job then);
+
   std::size_t threads() const { return threads_.size(); }
   std::chrono::milliseconds deadline() const { return options_.deadline; }
 
@@ -84,6 +92,8 @@ class store_executor {
   std::condition_variable wake_;
   std::deque<queued_job> queue_;
   bool stopping_ = false;
+  std::size_t leases_queued_ = 0;  // lease takes a queued store has not answered yet
+  std::condition_variable leases_answered_;
   std::vector<std::thread> threads_;
 };
 

@@ -20,6 +20,11 @@ void thread_store::append_queued(thread_view t, std::uint64_t expected_rev, cons
   done(fence ? append_fenced(t, expected_rev, *fence) : append(t, expected_rev));
 }
 
+void thread_store::acquire_lease_queued(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
+                                        std::chrono::milliseconds ttl, lease_done done) {
+  done(acquire_lease(thread_id, owner, now_ms, ttl));
+}
+
 stored<thread_lease> thread_store::acquire_lease(const std::string&, const std::string& owner, std::int64_t now_ms,
                                                  std::chrono::milliseconds ttl) {
   return thread_lease{owner, 1, now_ms + ttl.count()};

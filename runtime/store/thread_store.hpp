@@ -47,6 +47,7 @@ enum class commit_path {
 using append_done = std::function<void(stored<std::uint64_t>)>;
 
 struct thread_lease;  // thread_lease.hpp
+using lease_done = std::function<void(stored<thread_lease>)>;
 
 struct commit_batching {
   std::uint64_t transactions = 0;
@@ -77,6 +78,10 @@ class thread_store {
   // `queued` stores: `done` gets the outcome on a store thread, possibly
   // before this returns. The default runs it on the caller's thread.
   virtual void append_queued(thread_view t, std::uint64_t expected_rev, const thread_lease* fence, append_done done);
+  // How long a queued commit may wait for its store before it fails with a
+  // "timeout" (the owner's deadline, store_executor_options::deadline).
+  // Nothing for stores that queue nothing.
+  virtual void set_queue_deadline(std::chrono::milliseconds) {}
 
   // Takes the lease of `thread_id` for `owner` until now_ms + ttl, with a
   // new epoch; "owned" while another owner's lease is live. The default,
@@ -85,6 +90,11 @@ class thread_store {
                                              std::int64_t now_ms, std::chrono::milliseconds ttl);
   // Gives a lease up early, so that another owner need not wait for it to
   // expire; nothing if `held` is no longer the thread's lease.
+  // acquire_lease() without waiting, as append_queued() is to append(), for
+  // stores that say they queue it; the default runs it on the caller's thread.
+  virtual bool queues_lease_takes() const { return false; }
+  virtual void acquire_lease_queued(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
+                                    std::chrono::milliseconds ttl, lease_done done);
   virtual void release_lease(const std::string& thread_id, const thread_lease& held);
   virtual std::vector<std::string> list() = 0;
   virtual bool remove(const std::string& thread_id) = 0;

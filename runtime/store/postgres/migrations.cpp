@@ -164,6 +164,57 @@ constexpr const char* migrations[] = {
   END
   $$;
 )",
+    // 3: many commits in one call (postgres::append_queue): troupe_append for
+    // each, in order, in the call's one transaction. A commit refused
+    // (fenced, conflict, resend) has written nothing that matters and the
+    // others go on; an error aborts the call, and the client then runs each
+    // commit on its own. Also a lease taken in one call; the rules are
+    // those of lease_taken (thread_lease.hpp): 'owned' with the live
+    // holder, or 'taken' with the new lease.
+    R"(
+  CREATE FUNCTION troupe_append_batch(p_commits json)
+  RETURNS TABLE (ord integer, status text, stored_rev bigint, stored_size bigint, holder text)
+  LANGUAGE plpgsql AS $$
+  DECLARE
+    c record;
+    r record;
+    i integer := 0;
+  BEGIN
+    FOR c IN SELECT * FROM json_to_recordset(p_commits) AS x(
+        id text, expected bigint, rev bigint, size bigint, created bigint, updated bigint, metadata json,
+        first bigint, entries json, last_message_at bigint, title text, now bigint, owner text, epoch bigint,
+        lease_until bigint) LOOP
+      SELECT * INTO r FROM troupe_append(c.id, c.expected, c.rev, c.size, c.created, c.updated, c.metadata,
+                                         c.first, c.entries, c.last_message_at, c.title, c.now, c.owner, c.epoch,
+                                         c.lease_until);
+      ord := i;
+      status := r.status;
+      stored_rev := r.stored_rev;
+      stored_size := r.stored_size;
+      holder := r.holder;
+      RETURN NEXT;
+      i := i + 1;
+    END LOOP;
+  END
+  $$;
+  CREATE FUNCTION troupe_take_lease(p_id text, p_owner text, p_now bigint, p_until bigint)
+  RETURNS TABLE (status text, holder text, held_epoch bigint, held_until bigint)
+  LANGUAGE plpgsql AS $$
+  DECLARE
+    cur leases%ROWTYPE;
+  BEGIN
+    INSERT INTO leases (thread_id, owner, epoch, expires_at) VALUES (p_id, '', 0, 0)
+      ON CONFLICT (thread_id) DO NOTHING;
+    SELECT * INTO cur FROM leases l WHERE l.thread_id = p_id FOR UPDATE;
+    IF cur.epoch > 0 AND cur.owner <> p_owner AND cur.expires_at > p_now THEN
+      RETURN QUERY SELECT 'owned'::text, cur.owner, cur.epoch, cur.expires_at;
+      RETURN;
+    END IF;
+    UPDATE leases l SET owner = p_owner, epoch = cur.epoch + 1, expires_at = p_until WHERE l.thread_id = p_id;
+    RETURN QUERY SELECT 'taken'::text, p_owner, cur.epoch + 1, p_until;
+  END
+  $$;
+)",
 };
 static_assert(std::size(migrations) == schema_version);
 

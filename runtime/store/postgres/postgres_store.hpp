@@ -29,6 +29,8 @@ namespace troupe {
 
 namespace postgres {
 class connection_pool;
+class append_queue;
+struct queued_append;
 }  // namespace postgres
 
 struct postgres_options {
@@ -39,6 +41,8 @@ struct postgres_options {
   // "timeout" store error). A conninfo that sets connect_timeout wins.
   std::chrono::seconds connect_timeout{10};
   std::chrono::milliseconds statement_timeout{30'000};
+  // Commits from agents (append_queued) sent in one call at most.
+  std::size_t max_batch = 1000;
 };
 
 class postgres_store final : public thread_store, public conversation_store {
@@ -54,6 +58,11 @@ class postgres_store final : public thread_store, public conversation_store {
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override;
   stored<std::uint64_t> append_fenced(const thread_view& t, std::uint64_t expected_rev,
                                       const thread_lease& fence) override;
+  // Commits from agents queue for the writer thread's next batch.
+  commit_path path() const override { return commit_path::queued; }
+  std::optional<commit_batching> batching() const override;
+  void append_queued(thread_view t, std::uint64_t expected_rev, const thread_lease* fence, append_done done) override;
+  void set_queue_deadline(std::chrono::milliseconds deadline) override;
   stored<thread_lease> acquire_lease(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
                                      std::chrono::milliseconds ttl) override;
   void release_lease(const std::string& thread_id, const thread_lease& held) override;
@@ -71,12 +80,15 @@ class postgres_store final : public thread_store, public conversation_store {
                                                  const boost::json::object& metadata) override;
   stored<void> delete_conversation(const std::string& conversation_id) override;
 
-  static constexpr int schema_version = 2;
+  static constexpr int schema_version = 3;
 
  private:
   stored<std::uint64_t> append_as(const thread_view& t, std::uint64_t expected_rev, const thread_lease* fence);
+  // Writes a batch of queued commits in one call; returns its transactions.
+  std::size_t append_batch(std::vector<postgres::queued_append>& batch);
 
   std::unique_ptr<postgres::connection_pool> pool_;
+  std::unique_ptr<postgres::append_queue> queue_;  // made after pool_, gone before it
 
   std::mutex ids_mutex_;
   random_ids ids_;

@@ -33,6 +33,7 @@ class result {
     return std::string(PQgetvalue(r_, row, col), static_cast<std::size_t>(PQgetlength(r_, row, col)));
   }
   std::int64_t int64(int row, int col) const { return std::stoll(PQgetvalue(r_, row, col)); }
+  bool null(int row, int col) const { return PQgetisnull(r_, row, col) != 0; }
   bool boolean(int row, int col) const { return PQgetvalue(r_, row, col)[0] == 't'; }
   std::string affected() const { return PQcmdTuples(r_); }
   // The error as a store_error: unique violations are conflicts; the rest,

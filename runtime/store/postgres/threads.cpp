@@ -3,6 +3,7 @@
 #include "runtime/store/postgres/postgres_store.hpp"
 
 #include "runtime/clock.hpp"
+#include "runtime/store/postgres/append_queue.hpp"
 #include "runtime/store/postgres/connection_pool.hpp"
 #include "runtime/store/postgres/rows.hpp"
 #include "signals/json_text.hpp"
@@ -36,32 +37,49 @@ std::string entries_json(entry_range entries) {
   return out + "]";
 }
 
+// A refused commit's error, from troupe_append's answer (status, stored_rev,
+// holder); none for 'ok' and 'resend'.
+std::optional<store_error> refusal(const std::string& status, const std::string& stored_rev, const std::string& holder,
+                                   const thread_view& t, std::uint64_t expected_rev, const thread_lease* fence) {
+  if (status == "fenced" && fence)
+    return fence_refusal(holder.empty() ? std::nullopt
+                                        : std::optional<thread_lease>(thread_lease{
+                                              holder, static_cast<std::uint64_t>(std::stoull(stored_rev)), 0}),
+                         t.id(), *fence);
+  if (status == "conflict")
+    return store_error{"conflict",
+                       "thread " + t.id() + " is at rev " + stored_rev + ", not " + std::to_string(expected_rev)};
+  return std::nullopt;
+}
+
 }  // namespace
 
 stored<thread> postgres_store::load(const std::string& thread_id) {
   return pool_->read([&](PGconn* c) -> stored<thread> {
-    const std::string what = "load " + thread_id;
-    // One snapshot for the head and the entries.
-    result begin = run(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-    if (!begin.ok()) return begin.error(c, what);
-    result head = run(c, "SELECT rev, created_at, updated_at, metadata::text FROM threads WHERE id = $1", {thread_id});
-    if (!head.ok()) return head.error(c, what);
-    if (head.rows() == 0) return store_error{"not_found", "no thread " + thread_id};
-    auto metadata = parse_object(head.text(0, 3), "thread " + thread_id + " metadata");
-    if (!metadata) return metadata.error();
-    const std::string sql = std::string("SELECT ") + entry_columns + " FROM entries WHERE thread_id = $1 ORDER BY seq";
+    // One statement, so one snapshot for the head and the entries, in one
+    // round trip: the entry columns first (read_entry's), the head's after
+    // them on every row; a thread without entries gives one row of nulls.
+    static const std::string sql = std::string("SELECT ") + entry_columns +
+                                   ", h.head_rev, h.head_created, h.head_updated, h.head_metadata::text FROM "
+                                   "(SELECT id AS head_id, rev AS head_rev, created_at AS head_created, updated_at AS "
+                                   "head_updated, metadata AS head_metadata FROM threads WHERE id = $1) AS h "
+                                   "LEFT JOIN entries ON entries.thread_id = h.head_id ORDER BY seq";
     result rows = run(c, sql.c_str(), {thread_id});
-    if (!rows.ok()) return rows.error(c, what);
-    run(c, "COMMIT");
+    if (!rows.ok()) return rows.error(c, "load " + thread_id);
+    if (rows.rows() == 0) return store_error{"not_found", "no thread " + thread_id};
+    constexpr int head = 6;  // the first column after entry_columns
+    auto metadata = parse_object(rows.text(0, head + 3), "thread " + thread_id + " metadata");
+    if (!metadata) return metadata.error();
     std::vector<entry> entries;
-    entries.reserve(static_cast<std::size_t>(rows.rows()));
-    for (int i = 0; i < rows.rows(); ++i) {
+    const bool none = rows.null(0, 0);
+    entries.reserve(none ? 0 : static_cast<std::size_t>(rows.rows()));
+    for (int i = 0; !none && i < rows.rows(); ++i) {
       auto e = read_entry(rows, i, thread_id);
       if (!e) return e.error();
       entries.push_back(std::move(*e));
     }
-    auto t = thread::restore(thread_id, static_cast<std::uint64_t>(head.int64(0, 0)), head.int64(0, 1),
-                             head.int64(0, 2), std::move(*metadata), std::move(entries));
+    auto t = thread::restore(thread_id, static_cast<std::uint64_t>(rows.int64(0, head)), rows.int64(0, head + 1),
+                             rows.int64(0, head + 2), std::move(*metadata), std::move(entries));
     if (!t) return store_error{"corrupt", "thread " + thread_id + ": " + t.error().describe()};
     return std::move(*t);
   });
@@ -103,19 +121,93 @@ stored<std::uint64_t> postgres_store::append_as(const thread_view& t, std::uint6
     if (!r.ok()) return r.error(c, "append to " + t.id());
     const std::string status = r.text(0, 0);
     if (status == "ok") return t.rev();
-    if (status == "fenced") {
-      const std::string holder = r.text(0, 3);
-      return *fence_refusal(holder.empty() ? std::nullopt
-                                           : std::optional<thread_lease>(
-                                                 thread_lease{holder, static_cast<std::uint64_t>(r.int64(0, 1)), 0}),
-                            t.id(), *fence);
-    }
-    if (status == "conflict")
-      return store_error{"conflict",
-                         "thread " + t.id() + " is at rev " + r.text(0, 1) + ", not " + std::to_string(expected_rev)};
+    if (auto e = refusal(status, r.text(0, 1), r.text(0, 3), t, expected_rev, fence)) return *e;
+    if (status != "resend") return store_error{"internal", "troupe_append answered " + status + " for " + t.id()};
     first = static_cast<std::size_t>(r.int64(0, 2));  // resend
   }
   return store_error{"conflict", "thread " + t.id() + " changed while it was being written"};
+}
+
+namespace {
+
+// A queued commit as one element of troupe_append_batch's argument: the
+// parameters of troupe_append, by name.
+void append_commit_json(std::string& out, const postgres::queued_append& a, std::int64_t now_ms) {
+  const thread_view& t = a.t;
+  const std::uint64_t grown = t.rev() >= a.expected_rev ? t.rev() - a.expected_rev : 0;
+  const std::size_t first = grown <= t.size() ? t.size() - grown : 0;
+  const entry_range fresh = t.slice(first, t.size());
+  const conversation_touch touch = touch_from(fresh);
+  auto number = [](auto v) { return std::to_string(v); };
+  out += "{\"id\":" + json_text(json::string(t.id())) + ",\"expected\":" + number(a.expected_rev) +
+         ",\"rev\":" + number(t.rev()) + ",\"size\":" + number(t.size()) + ",\"created\":" + number(t.created_at()) +
+         ",\"updated\":" + number(t.updated_at()) + ",\"metadata\":" + json_text(t.metadata()) +
+         ",\"first\":" + number(first) + ",\"entries\":" + entries_json(fresh) +
+         ",\"last_message_at\":" + (touch.last_message_at ? number(*touch.last_message_at) : "null") +
+         ",\"title\":" + (touch.title ? json_text(json::string(*touch.title)) : "null") + ",\"now\":" + number(now_ms);
+  if (a.fence)
+    out += ",\"owner\":" + json_text(json::string(a.fence->owner)) + ",\"epoch\":" + number(a.fence->epoch) +
+           ",\"lease_until\":" + number(a.fence->expires_at_ms);
+  out += "}";
+}
+
+// Answers a queued commit once.
+void answer(postgres::queued_append& a, stored<std::uint64_t> outcome) {
+  append_done done = std::move(a.done);
+  a.done = nullptr;
+  if (done) done(std::move(outcome));
+}
+
+}  // namespace
+
+void postgres_store::append_queued(thread_view t, std::uint64_t expected_rev, const thread_lease* fence,
+                                   append_done done) {
+  queue_->submit(postgres::queued_append{
+      std::move(t), expected_rev, fence ? std::optional<thread_lease>(*fence) : std::nullopt, std::move(done), {}});
+}
+
+std::size_t postgres_store::append_batch(std::vector<postgres::queued_append>& batch) {
+  // Each commit on its own, as append() writes it: for a batch of one, and
+  // when the batch's call failed (nothing of it was written, unless the
+  // connection broke while it committed: then the commits that went in
+  // meet a conflict, as any commit whose answer was lost does).
+  auto one_by_one = [&](std::vector<postgres::queued_append*> commits) {
+    for (postgres::queued_append* a : commits)
+      answer(*a, append_as(a->t, a->expected_rev, a->fence ? &*a->fence : nullptr));
+    return commits.size();
+  };
+  std::vector<postgres::queued_append*> all;
+  for (auto& a : batch) all.push_back(&a);
+  if (batch.size() == 1) return one_by_one(all);
+
+  std::string commits = "[";
+  const std::int64_t now = wall_clock_ms();
+  for (const auto& a : batch) {
+    if (commits.size() > 1) commits += ',';
+    append_commit_json(commits, a, now);
+  }
+  commits += ']';
+  const result r = [&] {
+    lease l(*pool_);  // given back before any one-by-one commit takes its own
+    if (!l) return result(nullptr);
+    return run(l.get(), "SELECT ord, status, stored_rev, stored_size, holder FROM troupe_append_batch($1::json)",
+               {commits});
+  }();
+  if (!r.ok() || r.rows() != static_cast<int>(batch.size())) return one_by_one(all);
+  std::vector<postgres::queued_append*> resend;
+  for (int i = 0; i < r.rows(); ++i) {
+    postgres::queued_append& a = batch.at(static_cast<std::size_t>(r.int64(i, 0)));
+    const std::string status = r.text(i, 1);
+    if (status == "ok")
+      answer(a, a.t.rev());
+    else if (status == "resend")
+      resend.push_back(&a);  // a thread restored with rev > size: append_as finds the right seq
+    else if (auto e = refusal(status, r.text(i, 2), r.text(i, 4), a.t, a.expected_rev, a.fence ? &*a.fence : nullptr))
+      answer(a, *e);
+    else
+      answer(a, store_error{"internal", "troupe_append_batch answered " + status + " for thread " + a.t.id()});
+  }
+  return 1 + one_by_one(resend);
 }
 
 std::vector<std::string> postgres_store::list() {
@@ -139,60 +231,20 @@ bool postgres_store::remove(const std::string& thread_id) {
   return r.ok() && r.affected() != "0";
 }
 
-namespace {
-
-// The lease row of a thread, locked for this transaction; a placeholder row
-// (epoch 0, expired) is made first for a thread never leased, so that two
-// owners taking it at once queue on the same lock.
-stored<std::optional<thread_lease>> locked_lease(PGconn* c, const std::string& thread_id) {
-  result made = run(c,
-                    "INSERT INTO leases (thread_id, owner, epoch, expires_at) VALUES ($1, '', 0, 0) "
-                    "ON CONFLICT (thread_id) DO NOTHING",
-                    {thread_id});
-  if (!made.ok()) return made.error(c, "lease " + thread_id);
-  result r = run(c, "SELECT owner, epoch, expires_at FROM leases WHERE thread_id = $1 FOR UPDATE", {thread_id});
-  if (!r.ok()) return r.error(c, "lease " + thread_id);
-  if (r.rows() == 0 || r.int64(0, 1) == 0) return std::optional<thread_lease>();
-  return std::optional<thread_lease>(
-      thread_lease{r.text(0, 0), static_cast<std::uint64_t>(r.int64(0, 1)), r.int64(0, 2)});
-}
-
-// Runs `body` in a transaction of its own on `c`: committed if it returns
-// no error, rolled back otherwise.
-template <class Body>
-std::optional<store_error> in_transaction(PGconn* c, const std::string& what, Body&& body) {
-  if (result b = run(c, "BEGIN"); !b.ok()) return b.error(c, what);
-  std::optional<store_error> e = body();
-  if (!e) {
-    result done = run(c, "COMMIT");
-    if (done.ok()) return std::nullopt;
-    e = done.error(c, what);
-  }
-  run(c, "ROLLBACK");
-  return e;
-}
-
-}  // namespace
-
 stored<thread_lease> postgres_store::acquire_lease(const std::string& thread_id, const std::string& owner,
                                                    std::int64_t now_ms, std::chrono::milliseconds ttl) {
   lease l(*pool_);
   if (!l) return l.failure();
   PGconn* c = l.get();
-  std::optional<stored<thread_lease>> out;
-  auto e = in_transaction(c, "lease " + thread_id, [&]() -> std::optional<store_error> {
-    auto current = locked_lease(c, thread_id);
-    if (!current) return current.error();
-    out = lease_taken(*current, thread_id, owner, now_ms, ttl);
-    if (!*out) return (*out).error();  // refused: nothing to keep
-    result w = run(c, "UPDATE leases SET owner = $2, epoch = $3, expires_at = $4 WHERE thread_id = $1",
-                   {thread_id, (*out)->owner, std::to_string((*out)->epoch), std::to_string((*out)->expires_at_ms)});
-    if (!w.ok()) return w.error(c, "lease " + thread_id);
-    return std::nullopt;
-  });
-  if (out && !*out) return std::move(*out);
-  if (e) return *e;
-  return std::move(*out);
+  // One round trip: the function locks the lease row, and takes it unless
+  // another owner's lease is live (lease_taken's rule; its error is made here).
+  result r = run(c, "SELECT status, holder, held_epoch, held_until FROM troupe_take_lease($1, $2, $3, $4)",
+                 {thread_id, owner, std::to_string(now_ms), std::to_string(now_ms + ttl.count())});
+  if (!r.ok()) return r.error(c, "lease " + thread_id);
+  const thread_lease held{r.text(0, 1), static_cast<std::uint64_t>(r.int64(0, 2)), r.int64(0, 3)};
+  if (r.text(0, 0) != "owned") return held;
+  if (auto refused = lease_taken(held, thread_id, owner, now_ms, ttl); !refused) return refused.error();
+  return store_error{"internal", "troupe_take_lease refused " + thread_id + " against the rules of lease_taken"};
 }
 
 void postgres_store::release_lease(const std::string& thread_id, const thread_lease& held) {

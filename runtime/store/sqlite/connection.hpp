@@ -59,6 +59,7 @@ class statement {
   int step() { return sqlite3_step(s_); }
   void reset() { sqlite3_reset(s_); }
   std::int64_t int64(int col) const { return sqlite3_column_int64(s_, col); }
+  bool null(int col) const { return sqlite3_column_type(s_, col) == SQLITE_NULL; }
   std::string text(int col) const {
     const auto* p = sqlite3_column_text(s_, col);
     return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(s_, col)))

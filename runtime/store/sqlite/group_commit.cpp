@@ -26,21 +26,33 @@ std::optional<store_error> outcome_of(const write_job& job) {
   return internal_error(job.thrown);
 }
 
-// The body of run_in_one_transaction, which undoes it when it throws.
-void run_transaction(connection& c, const std::vector<write_job*>& batch) {
+// How run_transaction keeps one job's failure from undoing another's.
+enum class isolation {
+  // None: a job that fails having written nothing (a refused commit checks
+  // before it writes) needs no undo. One that fails after writing makes the
+  // batch start over in `savepoints`.
+  optimistic,
+  savepoints,  // every job in a savepoint of its own
+};
+
+// The body of run_in_one_transaction, which undoes it when it throws. False
+// when the batch must run again with savepoints; nothing of it is kept then.
+bool run_transaction(connection& c, const std::vector<write_job*>& batch, isolation how) {
   if (!c.run("BEGIN IMMEDIATE")) {
     const store_error e = c.io_error("begin a transaction");
     for (write_job* j : batch) j->error = e;
-    return;
+    return true;
   }
   const bool shared = batch.size() > 1;
+  const bool savepoints = shared && how == isolation::savepoints;
   std::optional<store_error> lost;  // set when the whole transaction is gone
   for (write_job* j : batch) {
     if (lost) {
       j->error = lost;
       continue;
     }
-    if (shared) c.run("SAVEPOINT job");
+    if (savepoints) c.run("SAVEPOINT job");
+    const auto changes_before = sqlite3_total_changes64(c.db());
     try {
       j->error = (*j->work)(c);
     } catch (...) {
@@ -55,14 +67,21 @@ void run_transaction(connection& c, const std::vector<write_job*>& batch) {
       if (j->error) lost = j->error;  // rolled back below
       continue;
     }
-    if (j->error) c.run("ROLLBACK TO job");
-    c.run("RELEASE job");
+    if (savepoints) {
+      if (j->error) c.run("ROLLBACK TO job");
+      c.run("RELEASE job");
+    } else if (j->error && sqlite3_total_changes64(c.db()) != changes_before) {
+      c.run("ROLLBACK");
+      for (write_job* k : batch) k->error = std::nullopt;
+      return false;
+    }
   }
-  if (!lost && c.run("COMMIT")) return;
+  if (!lost && c.run("COMMIT")) return true;
   if (!lost) lost = c.io_error("commit");
   if (c.in_transaction()) c.run("ROLLBACK");
   for (write_job* j : batch)
     if (!j->error) j->error = lost;
+  return true;
 }
 
 }  // namespace
@@ -129,11 +148,12 @@ void group_commit::lead(std::unique_lock<std::mutex>& lock, const write_job* own
   // Everything queued so far, `own` included. Submitted commits that waited
   // past their deadline fail without running.
   leader_active_ = true;
+  const std::chrono::milliseconds max_wait = max_wait_;
   std::vector<write_job*> batch, expired;
   batch.swap(queued_);
   const auto now = std::chrono::steady_clock::now();
   std::erase_if(batch, [&](write_job* j) {
-    if (!j->on_done || now - j->queued_at <= max_wait_) return false;
+    if (!j->on_done || now - j->queued_at <= max_wait) return false;
     expired.push_back(j);
     return true;
   });
@@ -147,7 +167,7 @@ void group_commit::lead(std::unique_lock<std::mutex>& lock, const write_job* own
     }
   }
   for (write_job* j : expired)
-    j->error = store_error{"timeout", "the commit waited more than " + std::to_string(max_wait_.count()) +
+    j->error = store_error{"timeout", "the commit waited more than " + std::to_string(max_wait.count()) +
                                           " ms for the writer; nothing of it was written"};
   lock.lock();
   if (!batch.empty()) {
@@ -178,6 +198,11 @@ void group_commit::lead(std::unique_lock<std::mutex>& lock, const write_job* own
   lock.lock();
 }
 
+void group_commit::set_max_wait(std::chrono::milliseconds max_wait) {
+  std::lock_guard lock(mutex_);
+  max_wait_ = max_wait;
+}
+
 commit_stats group_commit::stats() const {
   std::lock_guard lock(mutex_);
   return stats_;
@@ -185,7 +210,7 @@ commit_stats group_commit::stats() const {
 
 void run_in_one_transaction(connection& c, const std::vector<write_job*>& batch) {
   try {
-    run_transaction(c, batch);
+    if (!run_transaction(c, batch, isolation::optimistic)) run_transaction(c, batch, isolation::savepoints);
   } catch (...) {
     // Undone, so that the group commit may fail every job of the batch.
     if (c.in_transaction()) c.exec("ROLLBACK");

@@ -81,6 +81,8 @@ class group_commit {
   // waiting writer leading it). What `done` throws is dropped.
   void submit(write_work work, write_done done);
   commit_stats stats() const;
+  // Changes `max_wait`, for the commits already queued too.
+  void set_max_wait(std::chrono::milliseconds max_wait);
 
  private:
   // Runs the queue's batch as its leader; `lock` is held on entry and exit.
@@ -101,9 +103,13 @@ class group_commit {
 };
 
 // The batch runner of a store: one transaction on `c`. A job alone in it
-// needs no savepoint (its failure rolls the transaction back); jobs that
-// share it each run in a savepoint, so that one writer's conflict undoes
-// nothing of another's. A job whose work throws fails with an `internal`
+// needs no savepoint (its failure rolls the transaction back). Jobs that
+// share it run without savepoints as long as every job that fails has
+// written nothing (sqlite3_total_changes64 tells), which is what a refused
+// commit does: it checks before it writes. When a job fails after writing,
+// the transaction is rolled back and the batch runs again with each job in
+// a savepoint of its own, so that one writer's failure undoes nothing of
+// another's. Jobs must therefore be safe to run twice. A job whose work throws fails with an `internal`
 // error like any other failing job; anything else that throws rolls the
 // whole transaction back before it leaves.
 void run_in_one_transaction(connection& c, const std::vector<write_job*>& batch);

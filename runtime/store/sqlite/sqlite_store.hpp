@@ -55,10 +55,14 @@ class sqlite_store final : public thread_store, public conversation_store {
   stored<std::uint64_t> append_fenced(const thread_view& t, std::uint64_t expected_rev,
                                       const thread_lease& fence) override;
   void append_queued(thread_view t, std::uint64_t expected_rev, const thread_lease* fence, append_done done) override;
+  void set_queue_deadline(std::chrono::milliseconds deadline) override { commits_.set_max_wait(deadline); }
   // Leases are written by the writer, in the group commit's transactions.
   stored<thread_lease> acquire_lease(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
                                      std::chrono::milliseconds ttl) override;
   void release_lease(const std::string& thread_id, const thread_lease& held) override;
+  bool queues_lease_takes() const override { return true; }
+  void acquire_lease_queued(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
+                            std::chrono::milliseconds ttl, lease_done done) override;
   std::vector<std::string> list() override;
   bool remove(const std::string& thread_id) override;
 

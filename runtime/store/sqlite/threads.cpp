@@ -123,25 +123,26 @@ struct append_job {
 
   std::optional<store_error> operator()(connection& c) {
     const std::string what = "append to " + t.id();
-    if (fence) {
-      auto current = lease_in(c, t.id());
-      if (!current) return current.error();
-      if (auto refused = fence_refusal(*current, t.id(), *fence)) return refused;
-      if (auto e = write_lease(c, t.id(), lease_renewed(**current, *fence))) return e;
-    }
+    // Every check first, in one statement (the stored rev and size, and the
+    // lease), and only then the writes: a commit refused here has written
+    // nothing, so the group commit need not undo it (group_commit.hpp).
     std::uint64_t stored_rev = 0, stored_size = 0;
+    std::optional<thread_lease> current;
     {
-      statement s(c, "SELECT rev, size FROM threads WHERE id = ?");
+      statement s(c,
+                  "SELECT t.rev, t.size, l.owner, l.epoch, l.expires_at FROM (SELECT ?1 AS id) AS k "
+                  "LEFT JOIN threads AS t ON t.id = k.id LEFT JOIN leases AS l ON l.thread_id = k.id");
       if (!s) return c.io_error(what);
       s.bind(1, t.id());
-      const int rc = s.step();
-      if (rc == SQLITE_ROW) {
+      if (s.step() != SQLITE_ROW) return c.io_error(what);
+      if (!s.null(0)) {
         stored_rev = static_cast<std::uint64_t>(s.int64(0));
         stored_size = static_cast<std::uint64_t>(s.int64(1));
-      } else if (rc != SQLITE_DONE) {
-        return c.io_error(what);
       }
+      if (!s.null(2)) current = thread_lease{s.text(2), static_cast<std::uint64_t>(s.int64(3)), s.int64(4)};
     }
+    if (fence)
+      if (auto refused = fence_refusal(current, t.id(), *fence)) return refused;
     if (stored_rev != expected_rev)
       return store_error{"conflict", "thread " + t.id() + " is at rev " + std::to_string(stored_rev) + ", not " +
                                          std::to_string(expected_rev)};
@@ -149,6 +150,8 @@ struct append_job {
       return store_error{"conflict", "thread " + t.id() + " has fewer entries than the stored one"};
     if (stored_size != first_new) rows = rows_of(t.slice(stored_size, t.size()));  // a thread restored with rev > size
 
+    if (fence)
+      if (auto e = write_lease(c, t.id(), lease_renewed(*current, *fence))) return e;
     statement ins(c, "INSERT INTO entries (thread_id, seq, id, at, kind, payload, refs) VALUES (?, ?, ?, ?, ?, ?, ?)");
     if (!ins) return c.io_error(what);
     for (const entry_row& row : rows) {
@@ -238,18 +241,37 @@ bool sqlite_store::remove(const std::string& thread_id) {
   return !e && existed;
 }
 
+namespace {
+
+// Takes the lease in the writer's transaction; `out` gets the lease, or
+// why it was refused.
+std::optional<store_error> take_lease(connection& c, const std::string& thread_id, const std::string& owner,
+                                      std::int64_t now_ms, std::chrono::milliseconds ttl,
+                                      std::optional<stored<thread_lease>>& out) {
+  auto current = lease_in(c, thread_id);
+  if (!current) return current.error();
+  out = lease_taken(*current, thread_id, owner, now_ms, ttl);
+  if (!*out) return std::nullopt;  // refused: nothing to write
+  return write_lease(c, thread_id, **out);
+}
+
+}  // namespace
+
 stored<thread_lease> sqlite_store::acquire_lease(const std::string& thread_id, const std::string& owner,
                                                  std::int64_t now_ms, std::chrono::milliseconds ttl) {
   std::optional<stored<thread_lease>> out;
-  const sqlite::write_work work = [&](connection& c) -> std::optional<store_error> {
-    auto current = lease_in(c, thread_id);
-    if (!current) return current.error();
-    out = lease_taken(*current, thread_id, owner, now_ms, ttl);
-    if (!*out) return std::nullopt;  // refused: nothing to write
-    return write_lease(c, thread_id, **out);
-  };
+  const sqlite::write_work work = [&](connection& c) { return take_lease(c, thread_id, owner, now_ms, ttl, out); };
   if (auto e = write(work)) return *e;
   return std::move(*out);
+}
+
+void sqlite_store::acquire_lease_queued(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
+                                        std::chrono::milliseconds ttl, lease_done done) {
+  auto out = std::make_shared<std::optional<stored<thread_lease>>>();
+  commits_.submit([=](connection& c) { return take_lease(c, thread_id, owner, now_ms, ttl, *out); },
+                  [out, done = std::move(done)](std::optional<store_error> e) {
+                    done(e ? stored<thread_lease>(*e) : std::move(**out));
+                  });
 }
 
 void sqlite_store::release_lease(const std::string& thread_id, const thread_lease& held) {

@@ -126,6 +126,49 @@ TEST_CASE("a commit that throws inside a transaction undoes only its own writes"
   }
 }
 
+TEST_CASE("a batch runs without savepoints until a commit fails after writing") {
+  sqlite_backend file;
+  connection c(file.path.string(), SQLITE_OPEN_READWRITE);
+  REQUIRE(c.exec("CREATE TABLE t (x INTEGER)"));
+  int runs_of_one = 0;
+  const write_work one = [&](connection& w) -> outcome {
+    ++runs_of_one;
+    statement s(w, "INSERT INTO t (x) VALUES (1)");
+    if (s.step() != SQLITE_DONE) return w.io_error("insert");
+    return std::nullopt;
+  };
+  const write_work refused = [](connection&) -> outcome { return store_error{"conflict", "checked, not written"}; };
+  const write_work writes_then_fails = [](connection& w) -> outcome {
+    statement s(w, "INSERT INTO t (x) VALUES (99)");
+    if (s.step() != SQLITE_DONE) return w.io_error("insert");
+    return store_error{"conflict", "written, then refused"};
+  };
+  auto count = [&] {
+    statement s(c, "SELECT count(*), coalesce(sum(x), 0) FROM t");
+    s.step();
+    return std::pair{s.int64(0), s.int64(1)};
+  };
+
+  SECTION("a commit refused before it wrote anything: the batch runs once") {
+    write_job a{&one}, bad{&refused};
+    run_in_one_transaction(c, {&a, &bad});
+    CHECK(!a.error);
+    REQUIRE(bad.error);
+    CHECK(bad.error->message == "checked, not written");
+    CHECK(runs_of_one == 1);
+    CHECK(count() == std::pair<std::int64_t, std::int64_t>{1, 1});
+  }
+  SECTION("a commit that fails after writing: the batch runs again, and only its writes are undone") {
+    write_job a{&one}, bad{&writes_then_fails};
+    run_in_one_transaction(c, {&a, &bad});
+    CHECK(!a.error);
+    REQUIRE(bad.error);
+    CHECK(bad.error->message == "written, then refused");
+    CHECK(runs_of_one == 2);
+    CHECK(count() == std::pair<std::int64_t, std::int64_t>{1, 1});
+  }
+}
+
 namespace {
 
 // A submitted commit's outcome, for a bounded wait on it.
