@@ -370,8 +370,8 @@ class agent_logic {
     }
     stores().acquire_lease_then(
         thread_id, st_.ctx->owner_id, st_.ctx->lease_ttl,
-        [self = handle(), store = stores().shared_store(), deadline = stores().deadline(), alive = st_.alive,
-         thread_id, stamp, id_seed](store_job_status why, stored<thread_lease> taken) {
+        [self = handle(), store = stores().shared_store(), deadline = stores().deadline(), alive = st_.alive, thread_id,
+         stamp, id_seed](store_job_status why, stored<thread_lease> taken) {
           loaded_thread loaded = not_run(why, deadline);
           lease_held lease;
           if (taken) lease = std::move(*taken);
