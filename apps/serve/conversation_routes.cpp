@@ -5,7 +5,6 @@
 
 #include "apps/thread_output.hpp"
 #include "runtime/clock.hpp"
-#include "runtime/random_ids.hpp"
 
 #include <boost/json/array.hpp>
 
@@ -94,7 +93,7 @@ void fork(route_context& ctx, const std::shared_ptr<exchange>& ex) {
   if (!c) return;
   auto& convs = *ctx.agents.store().conversations;
   auto child = convs.get_or_create_conversation(
-      {c->user_id, c->platform, c->platform_identifier + "~" + random_ids().next("fork")});
+      {c->user_id, c->platform, c->platform_identifier + "~" + ids_of_this_thread().next("fork")});
   if (!child) return respond_store_error(ex, child.error());
   auto forked = ctx.agents.store().threads->fork(c->thread_id, at_seq, child->thread_id, wall_clock_ms());
   if (!forked) {

@@ -6,8 +6,6 @@
 #include "apps/serve/thread_replay.hpp"
 #include "apps/serve/turn_json.hpp"
 
-#include "runtime/random_ids.hpp"
-
 #include <charconv>
 
 namespace troupe::serve {
@@ -92,7 +90,7 @@ void post_message(route_context& ctx, const std::shared_ptr<exchange>& ex) {
   turn_ids ids{{}, conv->id, conv->thread_id, *agent_id, ex->user(), *content, idem};
   // A retried POST finds its turn by a request id made from its key: in
   // memory while the server holds the turn, else in the thread.
-  ids.request_id = idem.empty() ? random_ids().next("req") : "idem-" + conv->id + "-" + idem;
+  ids.request_id = idem.empty() ? ids_of_this_thread().next("req") : "idem-" + conv->id + "-" + idem;
   const bool as_stream = ex->wants_event_stream();
   auto reused = [&](const std::string& original) {
     if (original == *content) return false;

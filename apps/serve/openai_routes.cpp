@@ -11,7 +11,6 @@
 #include "apps/serve/route_context.hpp"
 
 #include "runtime/clock.hpp"
-#include "runtime/random_ids.hpp"
 
 #include <boost/json/parse.hpp>
 
@@ -100,7 +99,7 @@ void answer_once(const std::shared_ptr<exchange>& ex, const std::shared_ptr<turn
 // agents load from; its id, or nullopt after answering the store's error.
 std::optional<std::string> seed_thread(route_context& ctx, const std::shared_ptr<exchange>& ex,
                                        std::vector<entry_draft> history) {
-  random_ids ids;
+  random_ids& ids = ids_of_this_thread();
   const std::string id = ids.next("openai");
   const std::int64_t now = wall_clock_ms();
   thread t(id, now, json::object{{"source", "openai_chat_completions"}});
@@ -127,7 +126,7 @@ void post_chat_completion(route_context& ctx, const std::shared_ptr<exchange>& e
 
   const std::string chat(ex->request()[conversation_header]);
   turn_ids ids;
-  ids.request_id = random_ids().next("req");
+  ids.request_id = ids_of_this_thread().next("req");
   ids.agent_id = a->config.id;
   ids.user = ex->user();
   ids.content = std::move(turn_in.question);

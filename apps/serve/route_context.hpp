@@ -7,6 +7,7 @@
 #include "apps/serve/router.hpp"
 #include "apps/serve/turn_registry.hpp"
 #include "apps/serve/turn_runner.hpp"
+#include "runtime/random_ids.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -32,6 +33,10 @@ void on_worker(route_context& ctx, const std::shared_ptr<exchange>& ex,
                std::function<void(const std::shared_ptr<exchange>&)> f);
 
 // The store's error as an HTTP answer: not_found 404, invalid 400, conflict 409, others 503.
+// Ids made by the routes (requests, forks, seeded threads), from a source
+// kept per thread.
+random_ids& ids_of_this_thread();
+
 void respond_store_error(const std::shared_ptr<exchange>& ex, const store_error& e);
 
 // When the client of `stream` goes away: `subscription` to `t` ends, and

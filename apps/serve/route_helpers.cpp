@@ -21,13 +21,21 @@ void on_worker(route_context& ctx, const std::shared_ptr<exchange>& ex,
   });
 }
 
+random_ids& ids_of_this_thread() {
+  // Seeding a source reads std::random_device (a system call): one per
+  // I/O or worker thread instead of one per request.
+  thread_local random_ids ids;
+  return ids;
+}
+
 void respond_store_error(const std::shared_ptr<exchange>& ex, const store_error& e) {
+  // The caller's mistakes keep the store's type; the store's own failures
+  // are a 503 named as such.
   http::status s = http::status::service_unavailable;
   if (e.type == "not_found") s = http::status::not_found;
   if (e.type == "invalid") s = http::status::bad_request;
   if (e.type == "conflict") s = http::status::conflict;
-  ex->respond(error_response(
-      s, e.type == "not_found" || e.type == "invalid" || e.type == "conflict" ? e.type : "store_" + e.type, e.message));
+  ex->respond(error_response(s, s == http::status::service_unavailable ? "store_" + e.type : e.type, e.message));
 }
 
 void follow_disconnect(const std::shared_ptr<event_stream>& stream, const std::shared_ptr<turn>& t,

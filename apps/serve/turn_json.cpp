@@ -18,15 +18,22 @@ json::object event_data(const tool_started_event& e) {
   return {{"tool_call_id", e.tool_call_id}, {"name", e.tool_name}, {"arguments", e.arguments}};
 }
 
+namespace {
+
+// The wire's error object: type and message only (to_json(error_info) also
+// carries attempts and the HTTP status, which are not the client's business).
+json::object error_object(const error_info& e) { return {{"type", e.type}, {"message", e.message}}; }
+
+}  // namespace
+
 json::object event_data(const tool_finished_event& e) {
   json::object o{{"tool_call_id", e.tool_call_id}, {"name", e.tool_name}};
   if (const auto* v = std::get_if<json::value>(&e.outcome)) {
     o["ok"] = true;
     o["content"] = *v;
   } else {
-    const auto& err = std::get<error_info>(e.outcome);
     o["ok"] = false;
-    o["error"] = {{"type", err.type}, {"message", err.message}};
+    o["error"] = error_object(std::get<error_info>(e.outcome));
   }
   return o;
 }
@@ -49,8 +56,7 @@ std::pair<std::string, json::object> final_event(const turn_result& r) {
   if (const auto* answer = std::get_if<std::string>(&r.outcome.outcome))
     return {"message.completed",
             {{"answer", *answer}, {"usage", usage_or_null(r)}, {"entries_appended", entries_or_null(r)}}};
-  const auto& e = std::get<error_info>(r.outcome.outcome);
-  return {"error", {{"error", {{"type", e.type}, {"message", e.message}}}}};
+  return {"error", {{"error", error_object(std::get<error_info>(r.outcome.outcome))}}};
 }
 
 http_response answer_response(const turn_ids& ids, const turn_result& r) {
@@ -62,7 +68,7 @@ http_response answer_response(const turn_ids& ids, const turn_result& r) {
     return json_response(http::status::ok, body);
   }
   const auto& e = std::get<error_info>(r.outcome.outcome);
-  body["error"] = {{"type", e.type}, {"message", e.message}};
+  body["error"] = error_object(e);
   http_response res = json_response(status_of_error(e.type), body);
   if (e.type == error_type::queue_full) res.set(http::field::retry_after, "1");
   return res;
