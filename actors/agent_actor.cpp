@@ -438,11 +438,14 @@ class agent_logic {
   }
 
   // Handles, in order, what waited while the thread was loading or committing,
-  // until a step starts another commit.
+  // until a step starts another commit. The handled ones are erased at the
+  // end in one go: deltas pile up behind a commit, and erasing each from the
+  // front would make the drain quadratic. (Not re-entered: loads and commits
+  // answer by message.)
   void release_held(thread_slot& slot) {
-    while (slot.phase == slot_phase::ready && !slot.held.empty()) {
-      held_signal h = std::move(slot.held.front());
-      slot.held.erase(slot.held.begin());
+    std::size_t handled = 0;
+    while (slot.phase == slot_phase::ready && handled < slot.held.size()) {
+      held_signal h = std::move(slot.held[handled++]);
       if (h.from_executor) {
         handle_signal(slot, h.s);
       } else {
@@ -450,6 +453,7 @@ class agent_logic {
         pump_tools(slot);
       }
     }
+    slot.held.erase(slot.held.begin(), slot.held.begin() + static_cast<std::ptrdiff_t>(handled));
   }
 
   // One step of the machine, committed (to the store, then the thread) before
