@@ -11,6 +11,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace troupe::bench {
@@ -37,10 +38,21 @@ inline std::vector<double> in_child(const std::function<std::vector<double>()>& 
   return out;
 }
 
-inline double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
+// A sample sorted once, to read as many quantiles of it as wanted.
+class sorted_samples {
+ public:
+  explicit sorted_samples(std::vector<double> v) : v_(std::move(v)) { std::sort(v_.begin(), v_.end()); }
+  // The value at quantile q (0..1); 0 when empty.
+  double at(double q) const {
+    if (v_.empty()) return 0;
+    return v_[std::min(v_.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v_.size())))];
+  }
+
+ private:
+  std::vector<double> v_;
+};
+
+inline double median(std::vector<double> v) { return sorted_samples(std::move(v)).at(0.5); }
 
 inline std::size_t flag(int argc, char** argv, const char* name, std::size_t fallback) {
   for (int i = 1; i + 1 < argc; ++i)

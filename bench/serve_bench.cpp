@@ -20,6 +20,7 @@
 // Bounded: every phase has a deadline; a server that stops answering ends
 // the run with failures, never a hang.
 
+#include "bench_support.hpp"
 #include "sse_load_client.hpp"
 
 #include <boost/asio/connect.hpp>
@@ -57,12 +58,6 @@ namespace http = beast::http;
 namespace asio = boost::asio;
 
 const std::string key = "bench-key-0123456789abcdef";
-
-std::size_t flag(int argc, char** argv, const char* name, std::size_t fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], name) == 0) return std::strtoul(argv[i + 1], nullptr, 10);
-  return fallback;
-}
 
 // kB of the process's resident set: now (VmRSS) or at its peak (VmHWM).
 long status_kb(pid_t pid, const char* field) {
@@ -196,9 +191,10 @@ int main(int argc, char** argv) {
     const double mean_latency =
         latency.empty() ? 0 : std::accumulate(latency.begin(), latency.end(), 0.0) / latency.size();
     const double model_ms_per_turn = r.turns.empty() ? 0 : model_s * 1000 / static_cast<double>(r.turns.size());
-    const double p50 = quantile(latency, 0.5);
+    const sorted_samples latency_q(latency);
+    const double p50 = latency_q.at(0.5);
     std::cout << "overhead: " << r.turns.size() << " turns one after another, " << r.failed << " failed\n"
-              << "  turn latency p50 " << p50 << " ms, p99 " << quantile(latency, 0.99) << " ms, mean " << mean_latency
+              << "  turn latency p50 " << p50 << " ms, p99 " << latency_q.at(0.99) << " ms, mean " << mean_latency
               << " ms\n"
               << "  model time per turn " << model_ms_per_turn << " ms (" << model_calls << " calls, from /metrics)\n"
               << "  server overhead per turn: p50 " << p50 - model_ms_per_turn << " ms, mean "
@@ -217,19 +213,20 @@ int main(int argc, char** argv) {
     p.threads = client_threads;
     const long rss_before = status_kb(server.pid, "VmRSS:");
     load_result r = run_load(target, p);
-    std::vector<double> first, delta, latency;
+    std::vector<double> first_v, delta_v, latency_v;
     for (const auto& t : r.turns) {
-      first.push_back(t.first_event_ms);
-      delta.push_back(t.first_delta_ms);
-      latency.push_back(t.latency_ms);
+      first_v.push_back(t.first_event_ms);
+      delta_v.push_back(t.first_delta_ms);
+      latency_v.push_back(t.latency_ms);
     }
+    const sorted_samples first(std::move(first_v)), delta(std::move(delta_v)), latency(std::move(latency_v));
     std::cout << "load: " << conversations << " SSE conversations at once, " << turns
               << " turns each: " << r.turns.size() << " turns completed, " << r.failed << " failed, in " << r.seconds
               << " s\n"
               << "  turns/s " << static_cast<double>(r.turns.size()) / r.seconds << "\n"
-              << "  time to first event p50 " << quantile(first, 0.5) << " ms, p99 " << quantile(first, 0.99) << " ms\n"
-              << "  time to first delta p50 " << quantile(delta, 0.5) << " ms, p99 " << quantile(delta, 0.99) << " ms\n"
-              << "  turn latency p50 " << quantile(latency, 0.5) << " ms, p99 " << quantile(latency, 0.99) << " ms\n"
+              << "  time to first event p50 " << first.at(0.5) << " ms, p99 " << first.at(0.99) << " ms\n"
+              << "  time to first delta p50 " << delta.at(0.5) << " ms, p99 " << delta.at(0.99) << " ms\n"
+              << "  turn latency p50 " << latency.at(0.5) << " ms, p99 " << latency.at(0.99) << " ms\n"
               << "  server RSS before " << rss_before / 1024 << " MiB, peak " << status_kb(server.pid, "VmHWM:") / 1024
               << " MiB\n";
     print_failures(r);

@@ -5,6 +5,9 @@
 // once the coroutine is inlined into its caller.
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 
+#include "runtime/llm/wire/sse_parser.hpp"
+
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -16,6 +19,7 @@
 #include <boost/beast/http.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <mutex>
 #include <optional>
@@ -27,13 +31,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using clock_type = std::chrono::steady_clock;
-
-double quantile(std::vector<double>& v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const auto at = static_cast<std::size_t>(q * static_cast<double>(v.size()));
-  return v[std::min(v.size() - 1, at)];
-}
 
 namespace {
 
@@ -60,22 +57,6 @@ struct shared_run {
   }
 };
 
-// The name of an SSE event ("event: NAME" among its lines).
-std::string_view event_name(std::string_view block) {
-  std::size_t at = 0;
-  while (at < block.size()) {
-    const std::size_t end = std::min(block.find('\n', at), block.size());
-    const std::string_view line = block.substr(at, end - at);
-    if (line.starts_with("event:")) {
-      std::string_view name = line.substr(6);
-      while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
-      return name;
-    }
-    at = end + 1;
-  }
-  return {};
-}
-
 asio::awaitable<void> conversation(shared_run& run, std::size_t index) {
   const auto executor = co_await asio::this_coro::executor;
   const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(run.target.host), run.target.port);
@@ -83,6 +64,7 @@ asio::awaitable<void> conversation(shared_run& run, std::size_t index) {
   std::optional<beast::tcp_stream> stream;
   bool connected = false;
   beast::flat_buffer buffer;
+  std::array<char, 16 * 1024> chunk;
   const std::string chat = "/v1/conversations/bench/" + run.plan.chat_prefix + "-" + std::to_string(index);
   for (std::size_t turn = 0; turn < run.plan.turns && clock_type::now() < run.stop_starting; ++turn) {
     const char* step = "connecting";
@@ -110,7 +92,9 @@ asio::awaitable<void> conversation(shared_run& run, std::size_t index) {
       stream->expires_at(run.started + run.plan.deadline);
       co_await http::async_write(*stream, req, asio::use_awaitable);
       step = "reading the head";
-      http::response_parser<http::string_body> parser;
+      // The body is read a chunk at a time into `chunk` and fed to the shared
+      // SSE parser: a whole stream is never held, however long it runs.
+      http::response_parser<http::buffer_body> parser;
       parser.body_limit(boost::none);
       co_await http::async_read_header(*stream, buffer, parser, asio::use_awaitable);
       const unsigned status = parser.get().result_int();
@@ -119,24 +103,32 @@ asio::awaitable<void> conversation(shared_run& run, std::size_t index) {
       turn_sample sample;
       bool seen_event = false, seen_delta = false, completed = false;
       std::string error_event;
-      std::size_t scanned = 0;
+      std::string refusal;  // the start of a non-200 body, for the failure message
+      sse_parser events;
       while (!parser.is_done()) {
-        co_await http::async_read_some(*stream, buffer, parser, asio::use_awaitable);
-        const std::string& body = parser.get().body();
-        for (std::size_t end; status == 200 && (end = body.find("\n\n", scanned)) != std::string::npos;) {
-          const std::string_view block(body.data() + scanned, end - scanned);
-          scanned = end + 2;
+        parser.get().body().data = chunk.data();
+        parser.get().body().size = chunk.size();
+        auto [ec, ignored_bytes] = co_await http::async_read(*stream, buffer, parser, as_tuple(asio::use_awaitable));
+        if (ec == http::error::need_buffer) ec = {};
+        if (ec) throw boost::system::system_error(ec);
+        const std::string_view got(chunk.data(), chunk.size() - parser.get().body().size);
+        if (status != 200) {
+          refusal.append(got.substr(0, 200 - std::min<std::size_t>(200, refusal.size())));
+          continue;
+        }
+        events.feed(got, [&](const sse_event& e) {
           const auto now = clock_type::now();
-          const std::string_view name = event_name(block);
           if (!seen_event) sample.first_event_ms = ms_between(sent, now), seen_event = true;
-          if (name == "message.delta" && !seen_delta) sample.first_delta_ms = ms_between(sent, now), seen_delta = true;
-          if (name == "message.completed") {
+          if (e.type == "message.delta" && !seen_delta)
+            sample.first_delta_ms = ms_between(sent, now), seen_delta = true;
+          if (e.type == "message.completed") {
             sample.latency_ms = ms_between(sent, now);
             sample.end_ms = ms_between(run.started, now);
             completed = true;
           }
-          if (name == "error") error_event = std::string(block);
-        }
+          if (e.type == "error") error_event = e.data;
+        });
+        if (events.overflowed()) throw std::runtime_error("an SSE event past the parser's limit");
       }
       if (!parser.keep_alive()) {
         beast::error_code ignored;
@@ -148,7 +140,7 @@ asio::awaitable<void> conversation(shared_run& run, std::size_t index) {
         run.completed(sample);
       else
         run.failed("turn " + std::to_string(turn) + " of " + target + ": status " + std::to_string(status) + " " +
-                   (error_event.empty() ? parser.get().body().substr(0, 200) : error_event));
+                   (error_event.empty() ? refusal : error_event));
     } catch (const std::exception& e) {
       run.failed("turn " + std::to_string(turn) + " of " + target + ", " + step + ": " + e.what());
       beast::error_code ignored;

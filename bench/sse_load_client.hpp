@@ -50,7 +50,4 @@ struct load_result {
 
 load_result run_load(const load_target& target, const load_plan& plan);
 
-// The value at quantile q (0..1) of `v` (sorted in place); 0 when empty.
-double quantile(std::vector<double>& v, double q);
-
 }  // namespace troupe::bench
