@@ -467,6 +467,7 @@ class agent_logic {
       slot.held.push_back({s, false});
       return;
     }
+    if (const auto* delta = std::get_if<llm_delta>(&s)) return slot.conversation.absorb(*delta);
     react_thread::prepared_step step = slot.conversation.prepare(*st_.config, s, now_ms(), st_.ids);
     if (!step.writes()) {
       take(slot, std::move(step));

@@ -54,11 +54,7 @@ class stepper {
     start_llm_call();
   }
 
-  void on(const llm_delta& d) {
-    if (state_.status != react_status::awaiting_llm || d.call_id != state_.call_id) return;
-    state_.streamed_text += d.text;
-    state_.streamed_thinking += d.thinking;
-  }
+  void on(const llm_delta& d) { absorb_delta(state_, d); }
 
   void on(const llm_result& r) {
     if (!state_.summary_call_id.empty() && r.call_id == state_.summary_call_id) {
@@ -298,6 +294,13 @@ class stepper {
 step_result step(const react_config& config, const react_state& state, const thread_view& thread, const signal& input,
                  std::int64_t now_ms, id_source& ids) {
   return stepper(config, state, thread, now_ms, ids).run(input);
+}
+
+bool absorb_delta(react_state& state, const llm_delta& d) {
+  if (state.status != react_status::awaiting_llm || d.call_id != state.call_id) return false;
+  state.streamed_text += d.text;
+  state.streamed_thinking += d.thinking;
+  return true;
 }
 
 }  // namespace troupe

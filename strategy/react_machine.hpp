@@ -30,4 +30,11 @@ struct step_result {
 step_result step(const react_config& config, const react_state& state, const thread_view& thread, const signal& input,
                  std::int64_t now_ms, id_source& ids);
 
+// What step() does with a streamed delta, done to `state` in place: a delta
+// only grows the stream buffers and writes no entry and no directive, so an
+// owner may take it without a step (which copies the state, and with it the
+// text streamed so far: quadratic over a long answer). False if the delta is
+// stale (another call's, or none awaited) and changed nothing.
+bool absorb_delta(react_state& state, const llm_delta& d);
+
 }  // namespace troupe

@@ -51,6 +51,10 @@ class react_thread {
                          thread_.rev()};
   }
 
+  // A streamed delta, taken in place (see absorb_delta): the same as a step
+  // on it, which would write nothing, in time proportional to the delta alone.
+  void absorb(const llm_delta& d) { absorb_delta(state_, d); }
+
   // Takes a prepared step (once its entries are stored): its directives are
   // the caller's to execute.
   std::vector<directive> adopt(prepared_step&& p) {

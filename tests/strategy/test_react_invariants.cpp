@@ -97,6 +97,15 @@ class fuzzer {
     const react_state& after = h_.state();
     const thread& t = h_.history();
 
+    // A delta taken in place (as the agent takes it) is the step on it.
+    if (const auto* d = std::get_if<llm_delta>(&input)) {
+      react_state absorbed = before;
+      absorb_delta(absorbed, *d);
+      REQUIRE(absorbed == after);
+      REQUIRE(directives.empty());
+      REQUIRE(t.size() == size_before);
+    }
+
     // seq stays contiguous; the committed entries are the new tail.
     REQUIRE(h_.last.committed.size() == t.size() - size_before);
     for (std::size_t i = size_before; i < t.size(); ++i) {
