@@ -25,15 +25,17 @@ void event_stream::close() {
   if (closed) closed();
 }
 
-void event_stream::on_disconnect(std::function<void()> f) {
+void event_stream::on_disconnect(std::function<void(const std::string&)> f) {
+  std::string why;
   {
     std::lock_guard lock(mutex_);
     if (!gone_) {
       on_gone_ = std::move(f);
       return;
     }
+    why = why_gone_;
   }
-  if (f) f();
+  if (f) f(why);
 }
 
 bool event_stream::disconnected() const {
@@ -41,15 +43,16 @@ bool event_stream::disconnected() const {
   return gone_;
 }
 
-void event_stream::client_gone() {
-  std::function<void()> f;
+void event_stream::client_gone(const std::string& why) {
+  std::function<void(const std::string&)> f;
   {
     std::lock_guard lock(mutex_);
     if (gone_ || closed_) return;
     gone_ = true;
+    why_gone_ = why;
     f = std::move(on_gone_);
   }
-  if (f) f();
+  if (f) f(why);
   close();  // the exchange is over for the observers too
 }
 

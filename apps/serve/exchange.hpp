@@ -29,19 +29,20 @@ class event_stream {
   void send(const sse_event& e);
   void close();
   // `f` runs once if the client goes away before close() (at once if it
-  // already has).
-  void on_disconnect(std::function<void()> f);
+  // already has), told why: it disconnected, or it read too slowly.
+  void on_disconnect(std::function<void(const std::string& why)> f);
   bool disconnected() const;
 
   // For the session.
-  void client_gone();
+  void client_gone(const std::string& why);
 
  private:
   std::shared_ptr<session> session_;
   mutable std::mutex mutex_;
   bool gone_ = false;
   bool closed_ = false;
-  std::function<void()> on_gone_;
+  std::string why_gone_;
+  std::function<void(const std::string&)> on_gone_;
   std::function<void()> on_closed_;
 };
 

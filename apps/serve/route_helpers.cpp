@@ -40,11 +40,11 @@ void respond_store_error(const std::shared_ptr<exchange>& ex, const store_error&
 
 void follow_disconnect(const std::shared_ptr<event_stream>& stream, const std::shared_ptr<turn>& t,
                        std::uint64_t subscription, bool cancel_on_disconnect) {
-  stream->on_disconnect([weak = std::weak_ptr<turn>(t), subscription, cancel_on_disconnect] {
+  stream->on_disconnect([weak = std::weak_ptr<turn>(t), subscription, cancel_on_disconnect](const std::string& why) {
     auto t = weak.lock();
     if (!t) return;
     t->unsubscribe(subscription);
-    if (cancel_on_disconnect) t->cancel("the client disconnected");
+    if (cancel_on_disconnect) t->cancel(why);
   });
 }
 

@@ -194,7 +194,7 @@ void session::send_response(http_response r) {
 void session::start_stream(std::weak_ptr<event_stream> stream) {
   net::post(stream_.get_executor(), [self = shared_from_this(), stream = std::move(stream)]() mutable {
     if (self->phase_ != phase::handling) {
-      if (auto s = stream.lock()) s->client_gone();
+      if (auto s = stream.lock()) s->client_gone("the client disconnected");
       return;
     }
     self->phase_ = phase::streaming;
@@ -211,7 +211,10 @@ void session::start_stream(std::weak_ptr<event_stream> stream) {
 void session::send_chunk(std::string data) {
   net::post(stream_.get_executor(), [self = shared_from_this(), data = std::move(data)] {
     if (self->phase_ != phase::streaming || data.empty()) return;
-    if (self->backlog_ + data.size() > self->ctx_.limits.max_stream_backlog_bytes) return self->close();
+    if (self->backlog_ + data.size() > self->ctx_.limits.max_stream_backlog_bytes)
+      return self->close("the client read its event stream too slowly: more than " +
+                         std::to_string(self->ctx_.limits.max_stream_backlog_bytes) +
+                         " bytes (max_stream_backlog_bytes) were waiting to be sent");
     char size[24];
     const int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
     std::string chunk;
@@ -277,15 +280,15 @@ void session::watch_for_close() {
   });
 }
 
-void session::notify_gone() {
-  if (auto s = stream_owner_.lock()) s->client_gone();
+void session::notify_gone(const std::string& why) {
+  if (auto s = stream_owner_.lock()) s->client_gone(why);
   stream_owner_.reset();
 }
 
-void session::close() {
+void session::close(const std::string& why) {
   if (phase_ == phase::closing) return;
   phase_ = phase::closing;
-  notify_gone();
+  notify_gone(why);
   beast::error_code ec;
   stream_.socket().shutdown(net::ip::tcp::socket::shutdown_both, ec);
   stream_.close();

@@ -84,8 +84,10 @@ class session : public std::enable_shared_from_this<session> {
   void write_next();
   void after_answer();
   void watch_for_close();
-  void close();
-  void notify_gone();
+  // Ends the connection; a stream still open learns `why` (its turn may be
+  // cancelled with that reason).
+  void close(const std::string& why = "the client disconnected");
+  void notify_gone(const std::string& why);
 
   boost::beast::tcp_stream stream_;
   connection_context& ctx_;

@@ -267,6 +267,22 @@ TEST_CASE("serve: a streaming client that goes away") {
   }
 }
 
+TEST_CASE("serve: a streaming client that reads too slowly") {
+  serve_fixture f("memory:", "", "max_stream_backlog_bytes = 65536\n");
+  const auto alice = as_user(alice_key);
+  SECTION("is dropped, and with the cancel policy its turn is cancelled saying why") {
+    // The client reads the head and the first event, then nothing more.
+    open_turn t(f.port(), chat("c1"), "urgent", "hold-firehose", alice);
+    CHECK(f.model->wait_cancelled("hold-firehose"));
+    REQUIRE(f.counter->wait_turns(1));
+    const json::value trace =
+        f.client().send(http::verb::get, "/v1/conversations/" + t.conversation_id + "/trace", "", alice).json();
+    const json::value& last = trace.at("entries").as_array().back();
+    CHECK(last.at("payload").at("type") == "cancelled");
+    CHECK(str(last.at("payload").at("message")).find("too slowly") != std::string::npos);
+  }
+}
+
 // The bound: another user's turn waits for none of the flood's turns. Bob's
 // turn completes while every one of alice's 40 turns (30 holding a model
 // call on 30 chats, 10 queued behind one of them) is still unfinished.

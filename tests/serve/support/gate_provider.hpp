@@ -2,7 +2,7 @@
 // A model for the serve tests that answers without a network and without
 // blocking any thread: a question starting with "hold" streams "partial"
 // at once and then waits until the test releases it (or the call is
-// cancelled); "calc: EXPR" asks the calculator tool, then answers with its
+// cancelled; "hold-firehose" streams 16 MiB first); "calc: EXPR" asks the calculator tool, then answers with its
 // result; anything else is answered at once with "echo: QUESTION".
 
 #include "runtime/llm/llm_provider.hpp"
@@ -42,7 +42,13 @@ class gate_provider final : public llm_provider {
       answer(cb, request.call_id, "echo: " + question);
       return nullptr;
     }
-    cb.on_delta({request.call_id, "partial", ""});
+    if (question.rfind("hold-firehose", 0) == 0) {
+      // 16 MiB of deltas, more than loopback's socket buffers hold, before it holds.
+      const std::string piece(16 * 1024, 'f');
+      for (int i = 0; i < 1024; ++i) cb.on_delta({request.call_id, piece, ""});
+    } else {
+      cb.on_delta({request.call_id, "partial", ""});
+    }
     auto h = std::make_shared<held>(held{question, request.call_id, std::move(cb), false});
     {
       std::lock_guard lock(m_);
