@@ -474,7 +474,7 @@ class agent_logic {
       return;
     }
     if (stores().immediate()) {
-      auto written = stores().store().append(*step.next, step.rev_before);
+      auto written = stores().append_now(*step.next, step.rev_before);
       if (written)
         take(slot, std::move(step));
       else

@@ -50,6 +50,10 @@ store_executor::~store_executor() {
   for (auto& t : threads_) t.join();
 }
 
+stored<std::uint64_t> store_executor::append_now(const thread_view& t, std::uint64_t expected_rev) {
+  return guarded_append(*store_, t, expected_rev, std::nullopt);
+}
+
 void store_executor::append(thread_view t, std::uint64_t expected_rev, std::optional<thread_lease> fence,
                             append_done done) {
   switch (path_) {

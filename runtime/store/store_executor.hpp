@@ -63,6 +63,9 @@ class store_executor {
   // holds); `done` gets the outcome on a store thread (or at once, for an
   // immediate store).
   void append(thread_view t, std::uint64_t expected_rev, std::optional<thread_lease> fence, append_done done);
+  // An immediate store's commit, made on the caller's thread: what the store
+  // throws comes back as an `internal` store error, as on the other paths.
+  stored<std::uint64_t> append_now(const thread_view& t, std::uint64_t expected_rev);
   // Runs `j` on a store thread, exactly once: with `run`, or with why not
   // (`stopping` only for work handed over after the executor began to stop).
   void submit(job j);

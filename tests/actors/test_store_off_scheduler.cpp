@@ -62,6 +62,24 @@ std::shared_ptr<scripted_provider> answers_done() {
   return std::make_shared<scripted_provider>([](const llm_stream&) { return scripted_reply::text("done"); });
 }
 
+// A store that answers at once, as the memory store does, but whose commit
+// throws while `throw_on_append` is set.
+class throwing_immediate_store final : public thread_store {
+ public:
+  std::atomic<bool> throw_on_append{false};
+  commit_path path() const override { return commit_path::immediate; }
+  stored<thread> load(const std::string& id) override { return inner_.load(id); }
+  stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override {
+    if (throw_on_append) throw std::runtime_error("the commit threw");
+    return inner_.append(t, expected_rev);
+  }
+  std::vector<std::string> list() override { return inner_.list(); }
+  bool remove(const std::string& id) override { return inner_.remove(id); }
+
+ private:
+  memory_store inner_;
+};
+
 }  // namespace
 
 TEST_CASE("a slow commit holds only its own thread") {
@@ -186,4 +204,19 @@ TEST_CASE("a store that throws while loading a thread still answers the ask, and
   CHECK(shown->size() == 0);
   store->throw_on_load = false;
   CHECK(answer_of(must_reply(a.ask("second"))) == "done");
+}
+
+TEST_CASE("an immediate store that throws on a commit fails that request; the agent carries on") {
+  auto store = std::make_shared<throwing_immediate_store>();
+  runtime rt({.provider = answers_done(), .store = store});
+  agent a = rt.spawn_agent({.id = "a", .model = "m"});
+  store->throw_on_append = true;
+  const reply r = must_reply(a.ask("first"));
+  CHECK(error_type_of(r) == "store_failed");
+  CHECK_THAT(std::get<error_info>(r.outcome).message, Catch::Contains("the commit threw"));
+  store->throw_on_append = false;
+  CHECK(answer_of(must_reply(a.ask("second"))) == "done");
+  const auto t = store->load("a:default");
+  REQUIRE(t.has_value());
+  CHECK(t->at_seq(0)->payload.at("content") == "second");  // nothing of the failed commit was written
 }
