@@ -58,7 +58,8 @@ bool client_went_away(const beast::error_code& ec) {
 
 }  // namespace
 
-session::session(net::ip::tcp::socket socket, connection_context& ctx) : stream_(std::move(socket)), ctx_(ctx) {}
+session::session(net::ip::tcp::socket socket, connection_context& ctx)
+    : stream_(std::move(socket)), read_deadline_(stream_.get_executor()), ctx_(ctx) {}
 
 session::~session() { ctx_.sessions.remove(this); }
 
@@ -80,14 +81,41 @@ void session::read_header() {
   parser_->header_limit(16 * 1024);
   parser_->body_limit(ctx_.limits.max_body_bytes);
   // Also how long an idle keep-alive connection stays open.
-  stream_.expires_after(ctx_.limits.header_timeout);
+  start_read_deadline(ctx_.limits.header_timeout);
   http::async_read_header(stream_, buffer_, *parser_,
                           [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
 }
 
+void session::start_read_deadline(std::chrono::milliseconds limit) {
+  stream_.expires_never();
+  read_timed_out_ = false;
+  read_deadline_.expires_after(limit);
+  read_deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
+    if (ec || self->phase_ != phase::reading) return;
+    self->read_timed_out_ = true;
+    beast::error_code ignored;
+    self->stream_.socket().cancel(ignored);  // the read ends with operation_aborted
+  });
+}
+
+bool session::ended_by_read_deadline(const char* what, std::chrono::milliseconds limit) {
+  read_deadline_.cancel();
+  if (!read_timed_out_) return false;
+  // A keep-alive connection that stayed idle just closes; one that began a
+  // request learns why it was not answered.
+  if (!parser_->got_some() && buffer_.size() == 0) {
+    close();
+    return true;
+  }
+  keep_alive_ = false;
+  reply_now(error_response(http::status::request_timeout, "request_timeout",
+                           std::string(what) + " did not arrive within " + std::to_string(limit.count()) + " ms"));
+  return true;
+}
+
 void session::on_header(beast::error_code ec) {
   if (phase_ == phase::closing) return;
-  // A deadline that passed has closed the socket already: nothing can be said.
+  if (ended_by_read_deadline("the request's head", ctx_.limits.header_timeout)) return;
   if (client_went_away(ec)) return close();
   if (ec) return refuse_request(ec);
   if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
@@ -114,13 +142,14 @@ void session::refuse_request(beast::error_code ec) {
 
 void session::read_body() {
   if (parser_->is_done()) return dispatch_request();
-  stream_.expires_after(ctx_.limits.body_timeout);
+  start_read_deadline(ctx_.limits.body_timeout);
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_body(ec); });
 }
 
 void session::on_body(beast::error_code ec) {
   if (phase_ == phase::closing) return;
+  if (ended_by_read_deadline("the request's body", ctx_.limits.body_timeout)) return;
   if (client_went_away(ec)) return close();
   if (ec) return refuse_request(ec);
   dispatch_request();
@@ -288,6 +317,7 @@ void session::notify_gone(const std::string& why) {
 void session::close(const std::string& why) {
   if (phase_ == phase::closing) return;
   phase_ = phase::closing;
+  read_deadline_.cancel();
   notify_gone(why);
   beast::error_code ec;
   stream_.socket().shutdown(net::ip::tcp::socket::shutdown_both, ec);

@@ -14,6 +14,7 @@
 #include "apps/serve/router.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 
@@ -77,6 +78,13 @@ class session : public std::enable_shared_from_this<session> {
   void read_body();
   void on_body(boost::beast::error_code ec);
   void refuse_request(boost::beast::error_code ec);  // 400, 413 or 431, then close
+  // Reading a request is bounded by a timer of its own rather than the
+  // stream's expiry (which closes the socket): a client that began a request
+  // and stalled is told so with a 408 before the connection closes.
+  void start_read_deadline(std::chrono::milliseconds limit);
+  // True if the read just ended by that deadline; a 408 has been sent or
+  // the connection closed (an idle one, which had sent nothing).
+  bool ended_by_read_deadline(const char* what, std::chrono::milliseconds limit);
   void dispatch_request();
   void reply_now(http_response r);
   void record(const http_request& req, const std::string& route, unsigned status) const;
@@ -90,6 +98,8 @@ class session : public std::enable_shared_from_this<session> {
   void notify_gone(const std::string& why);
 
   boost::beast::tcp_stream stream_;
+  boost::asio::steady_timer read_deadline_;
+  bool read_timed_out_ = false;
   connection_context& ctx_;
   boost::beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;

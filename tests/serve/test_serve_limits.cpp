@@ -18,16 +18,22 @@ TEST_CASE("serve: limits") {
     CHECK(r.status == 413);
     CHECK(r.error_type() == "body_too_large");
   }
-  SECTION("a client that sends no request head within the header timeout is disconnected") {
+  SECTION("a client that does not finish its request head within the header timeout gets a 408, then is disconnected") {
     serve_fixture f("memory:", "", "header_timeout_seconds = 0.2\n");
     http_client c = f.client();
     c.send_raw("GET /healthz HTTP/1.1\r\nHost: x\r\n");  // never ends its head
+    const http_reply r = c.read_reply();
+    CHECK(r.status == 408);
+    CHECK(r.error_type() == "request_timeout");
     CHECK(c.closed_by_server());
   }
-  SECTION("a client that does not send its whole body within the body timeout is disconnected") {
+  SECTION("a client that does not send its whole body within the body timeout gets a 408, then is disconnected") {
     serve_fixture f("memory:", "", "body_timeout_seconds = 0.2\n");
     http_client c = f.client();
     c.send_raw("POST /v1/conversations/web/c1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"a");
+    const http_reply r = c.read_reply();
+    CHECK(r.status == 408);
+    CHECK(r.error_type() == "request_timeout");
     CHECK(c.closed_by_server());
   }
   SECTION("an idle keep-alive connection is closed after the header timeout, not before an answer") {
