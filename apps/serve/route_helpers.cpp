@@ -50,15 +50,20 @@ void follow_disconnect(const std::shared_ptr<event_stream>& stream, const std::s
 
 bool bind_agent(route_context& ctx, const std::shared_ptr<exchange>& ex, const conversation& conv,
                 const std::string& agent_id) {
-  if (const auto bound = string_field(conv.metadata, "agent"); !bound) {
-    json::object metadata = conv.metadata;
-    metadata["agent"] = agent_id;
-    auto set = ctx.agents.store().conversations->set_conversation_metadata(conv.id, metadata);
-    if (!set) {
-      respond_store_error(ex, set.error());
+  std::optional<conversation> claimed;
+  auto bound = string_field(conv.metadata, "agent");
+  if (!bound) {
+    // Claimed in the store, atomically: of two first messages naming
+    // different agents at once (on this server or another), one binds it.
+    auto c = ctx.agents.store().conversations->claim_conversation_metadata(conv.id, "agent", json::value(agent_id));
+    if (!c) {
+      respond_store_error(ex, c.error());
       return false;
     }
-  } else if (*bound != agent_id) {
+    claimed = std::move(*c);
+    bound = string_field(claimed->metadata, "agent");
+  }
+  if (bound && *bound != agent_id) {
     ex->respond(error_response(http::status::conflict, "agent_mismatch",
                                "this conversation is answered by agent " + std::string(*bound) +
                                    "; start another chat to talk to " + agent_id));

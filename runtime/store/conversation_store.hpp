@@ -100,6 +100,12 @@ class conversation_store {
   // answers it there) and returns the conversation as it is now.
   virtual stored<conversation> set_conversation_metadata(const std::string& conversation_id,
                                                          const boost::json::object& metadata) = 0;
+  // Sets metadata[key] = value unless the key is set already, in one atomic
+  // step (of two servers claiming at once, one wins), and returns the
+  // conversation as it is now: its metadata[key] says who holds the key.
+  // A server binds a conversation to the agent that answers it this way.
+  virtual stored<conversation> claim_conversation_metadata(const std::string& conversation_id, const std::string& key,
+                                                           const boost::json::value& value) = 0;
   // Removes the conversation with its thread and every entry.
   virtual stored<void> delete_conversation(const std::string& conversation_id) = 0;
 };

@@ -178,6 +178,18 @@ stored<conversation> memory_store::set_conversation_metadata(const std::string& 
   return it->second;
 }
 
+stored<conversation> memory_store::claim_conversation_metadata(const std::string& conversation_id,
+                                                               const std::string& key,
+                                                               const boost::json::value& value) {
+  std::lock_guard lock(conversations_mutex_);
+  auto it = conversations_.find(conversation_id);
+  if (it == conversations_.end()) return conversation_not_found(conversation_id);
+  if (it->second.metadata.contains(key)) return it->second;
+  it->second.metadata[key] = value;
+  it->second.updated_at = wall_clock_ms();
+  return it->second;
+}
+
 stored<void> memory_store::delete_conversation(const std::string& conversation_id) {
   std::string thread_id;
   {

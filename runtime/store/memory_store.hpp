@@ -38,6 +38,8 @@ class memory_store final : public thread_store, public conversation_store {
   stored<conversation> archive_conversation(const std::string& conversation_id) override;
   stored<conversation> set_conversation_metadata(const std::string& conversation_id,
                                                  const boost::json::object& metadata) override;
+  stored<conversation> claim_conversation_metadata(const std::string& conversation_id, const std::string& key,
+                                                   const boost::json::value& value) override;
   stored<void> delete_conversation(const std::string& conversation_id) override;
 
  private:

@@ -137,6 +137,27 @@ stored<conversation> postgres_store::set_conversation_metadata(const std::string
   return read_conversation(r, 0);
 }
 
+stored<conversation> postgres_store::claim_conversation_metadata(const std::string& conversation_id,
+                                                                 const std::string& key,
+                                                                 const boost::json::value& value) {
+  lease l(*pool_);
+  if (!l) return l.failure();
+  PGconn* c = l.get();
+  // One statement: a claimer that loses the race re-reads the winner's row,
+  // finds the key set and updates nothing. (The metadata passes through
+  // jsonb to be merged: its keys come back in jsonb's order.)
+  const std::string sql = std::string(
+                              "UPDATE conversations SET metadata = (metadata::jsonb || jsonb_build_object($2::text, "
+                              "$3::jsonb))::json, updated_at = $4 WHERE id = $1 AND NOT (metadata::jsonb ? $2) "
+                              "RETURNING ") +
+                          conversation_columns;
+  result r =
+      run(c, sql.c_str(), {conversation_id, key, boost::json::serialize(value), std::to_string(wall_clock_ms())});
+  if (!r.ok()) return r.error(c, "claim " + key + " of " + conversation_id);
+  if (r.rows() == 1) return read_conversation(r, 0);
+  return select_conversation(c, conversation_id);  // not there, or the key was held already
+}
+
 stored<void> postgres_store::delete_conversation(const std::string& conversation_id) {
   lease l(*pool_);
   if (!l) return l.failure();

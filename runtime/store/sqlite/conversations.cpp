@@ -188,6 +188,29 @@ stored<conversation> sqlite_store::set_conversation_metadata(const std::string& 
   return out;
 }
 
+stored<conversation> sqlite_store::claim_conversation_metadata(const std::string& conversation_id,
+                                                               const std::string& key,
+                                                               const boost::json::value& value) {
+  stored<conversation> out = conversation_not_found(conversation_id);
+  // Read and written in one write transaction: no other writer comes between.
+  const auto e = write([&](connection& c) -> std::optional<store_error> {
+    out = select_conversation(c, "id = ?", {conversation_id});
+    if (!out || out->metadata.contains(key)) return std::nullopt;
+    out->metadata[key] = value;
+    out->updated_at = wall_clock_ms();
+    statement s(c, "UPDATE conversations SET metadata = ?, updated_at = ? WHERE id = ?");
+    if (!s) return c.io_error("claim " + key + " of " + conversation_id);
+    s.bind(1, json::serialize(out->metadata));
+    s.bind(2, out->updated_at);
+    s.bind(3, conversation_id);
+    if (s.step() != SQLITE_DONE) return c.io_error("claim " + key + " of " + conversation_id);
+    return std::nullopt;
+  });
+  if (e) return *e;
+  if (!out && out.error().type == "not_found") return conversation_not_found(conversation_id);
+  return out;
+}
+
 stored<void> sqlite_store::delete_conversation(const std::string& conversation_id) {
   const auto e = write([&](connection& c) -> std::optional<store_error> {
     auto conv = select_conversation(c, "id = ?", {conversation_id});

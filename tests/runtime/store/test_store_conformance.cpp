@@ -269,6 +269,33 @@ TEMPLATE_TEST_CASE("a conversation store maps a user's chat to one thread", "[st
     CHECK(conversations.get_or_create_conversation(key)->metadata.at("agent") == "helper");
     CHECK(conversations.set_conversation_metadata("conv-nope", {}).error().type == "not_found");
   }
+  SECTION("a metadata key is claimed once: the first value stays, the others are told it") {
+    REQUIRE(conversations.set_conversation_metadata(first->id, {{"title", "t"}}));
+    auto won = conversations.claim_conversation_metadata(first->id, "agent", "helper");
+    REQUIRE(won);
+    CHECK(won->metadata == boost::json::object{{"title", "t"}, {"agent", "helper"}});
+    auto lost = conversations.claim_conversation_metadata(first->id, "agent", "other");
+    REQUIRE(lost);
+    CHECK(lost->metadata.at("agent") == "helper");
+    CHECK(conversations.find_conversation(first->id)->metadata.at("agent") == "helper");
+    CHECK(conversations.claim_conversation_metadata("conv-nope", "agent", "x").error().type == "not_found");
+  }
+  SECTION("claimers racing on one key: exactly one wins and all of them see it") {
+    constexpr int claimers = 8;
+    std::vector<std::string> seen(claimers);
+    std::vector<std::thread> pool;
+    for (int i = 0; i < claimers; ++i)
+      pool.emplace_back([&, i] {
+        const boost::json::value mine(boost::json::string("agent-" + std::to_string(i)));
+        auto c = conversations.claim_conversation_metadata(first->id, "agent", mine);
+        if (c) seen[i] = std::string(string_field(c->metadata, "agent").value_or(""));
+      });
+    for (auto& p : pool) p.join();
+    const std::string winner = seen[0];
+    CHECK(winner.rfind("agent-", 0) == 0);
+    for (const std::string& s : seen) CHECK(s == winner);
+    CHECK(string_field(conversations.find_conversation(first->id)->metadata, "agent") == winner);
+  }
   SECTION("delete removes the conversation, its thread and its entries") {
     thread t(first->thread_id, 1);
     commit(threads, t, {said("user", "forget me")}, 1000, ids);
