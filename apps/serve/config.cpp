@@ -249,6 +249,7 @@ serve_config parse_config(const std::string& text, const std::string& origin, co
     r.seconds("body_timeout_seconds", c.limits.body_timeout);
     r.count("max_stream_backlog_bytes", c.limits.max_stream_backlog_bytes, 1024, std::int64_t{1} << 32);
     r.count("max_listed", c.limits.max_listed, 1, 100'000);
+    r.count("max_turns_per_user", c.limits.max_turns_per_user, 1, 1'000'000);
     r.refuse_unknown();
   }
   if (const toml::table* t = top.table("mcp")) {

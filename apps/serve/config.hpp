@@ -48,6 +48,10 @@ struct serve_limits {
   std::chrono::milliseconds body_timeout{std::chrono::seconds(30)};
   std::size_t max_stream_backlog_bytes = 8 << 20;  // unsent SSE bytes before a slow reader is dropped
   std::size_t max_listed = 100;                    // conversations per list, messages per conversation
+  // Unfinished turns (running or queued) one user may have across all their
+  // conversations: past it, 429 too_many_turns. Each conversation's own
+  // queue is bounded by its agent's max_queued_asks besides.
+  std::size_t max_turns_per_user = 64;
 };
 
 struct serve_config {

@@ -109,8 +109,9 @@ void post_message(route_context& ctx, const std::shared_ptr<exchange>& ex) {
       }
   }
 
-  auto admitted = ctx.turns.admit_turn(conv->id, ids.request_id, a->config.on_double_text, a->config.max_queued_asks,
-                                       [&] { return std::make_shared<turn>(ids); });
+  auto admitted =
+      ctx.turns.admit_turn(conv->id, ids.request_id, ids.user, a->config.on_double_text, a->config.max_queued_asks,
+                           ctx.config.limits.max_turns_per_user, [&] { return std::make_shared<turn>(ids); });
   switch (admitted.verdict) {
     case admission_verdict::existing:
       if (reused(admitted.started->ids().content)) return;
@@ -123,6 +124,11 @@ void post_message(route_context& ctx, const std::shared_ptr<exchange>& ex) {
       http_response r = error_response(
           http::status::too_many_requests, error_type::queue_full,
           "this conversation has " + std::to_string(a->config.max_queued_asks) + " messages waiting already");
+      r.set(http::field::retry_after, "1");
+      return ex->respond(std::move(r));
+    }
+    case admission_verdict::user_limit: {
+      http_response r = error_response(http::status::too_many_requests, too_many_turns_type, too_many_turns(ctx));
       r.set(http::field::retry_after, "1");
       return ex->respond(std::move(r));
     }

@@ -154,8 +154,9 @@ void post_chat_completion(route_context& ctx, const std::shared_ptr<exchange>& e
     ids.thread_id = conv->thread_id;
   }
 
-  auto admitted = ctx.turns.admit_turn(ids.conversation_id, ids.request_id, a->config.on_double_text,
-                                       a->config.max_queued_asks, [&] { return std::make_shared<turn>(ids); });
+  auto admitted = ctx.turns.admit_turn(ids.conversation_id, ids.request_id, ids.user, a->config.on_double_text,
+                                       a->config.max_queued_asks, ctx.config.limits.max_turns_per_user,
+                                       [&] { return std::make_shared<turn>(ids); });
   switch (admitted.verdict) {
     case admission_verdict::busy:
       return ex->respond(openai_response(
@@ -171,6 +172,9 @@ void post_chat_completion(route_context& ctx, const std::shared_ptr<exchange>& e
            "this conversation has " + std::to_string(a->config.max_queued_asks) + " messages waiting already",
            {},
            std::string(error_type::queue_full)}));
+    case admission_verdict::user_limit:
+      return ex->respond(
+          openai_response({429, "rate_limit_error", too_many_turns(ctx), {}, std::string(too_many_turns_type)}));
     case admission_verdict::start_after_interrupt:
       for (const auto& old : admitted.to_interrupt) old->cancel("interrupted by a newer message");
       break;

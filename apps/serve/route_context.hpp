@@ -39,6 +39,10 @@ random_ids& ids_of_this_thread();
 
 void respond_store_error(const std::shared_ptr<exchange>& ex, const store_error& e);
 
+// A user at limits.max_turns_per_user: the error's type and message (429).
+inline constexpr std::string_view too_many_turns_type = "too_many_turns";
+std::string too_many_turns(const route_context& ctx);
+
 // When the client of `stream` goes away: `subscription` to `t` ends, and
 // the turn is cancelled if the agent's policy says so.
 void follow_disconnect(const std::shared_ptr<event_stream>& stream, const std::shared_ptr<turn>& t,

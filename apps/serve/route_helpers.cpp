@@ -38,6 +38,11 @@ void respond_store_error(const std::shared_ptr<exchange>& ex, const store_error&
   ex->respond(error_response(s, s == http::status::service_unavailable ? "store_" + e.type : e.type, e.message));
 }
 
+std::string too_many_turns(const route_context& ctx) {
+  return "you have " + std::to_string(ctx.config.limits.max_turns_per_user) +
+         " turns running or queued already (max_turns_per_user); wait for one to finish";
+}
+
 void follow_disconnect(const std::shared_ptr<event_stream>& stream, const std::shared_ptr<turn>& t,
                        std::uint64_t subscription, bool cancel_on_disconnect) {
   stream->on_disconnect([weak = std::weak_ptr<turn>(t), subscription, cancel_on_disconnect](const std::string& why) {

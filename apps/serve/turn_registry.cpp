@@ -18,14 +18,20 @@ admission_verdict admit(double_texting policy, std::size_t unfinished, std::size
 }
 
 turn_registry::admitted turn_registry::admit_turn(const std::string& conversation_id, const std::string& request_id,
-                                                  double_texting policy, std::size_t max_queued,
+                                                  const std::string& user, double_texting policy,
+                                                  std::size_t max_queued, std::size_t max_per_user,
                                                   const std::function<std::shared_ptr<turn>()>& make) {
   std::lock_guard lock(mutex_);
   if (auto known = by_request_.find(request_id); known != by_request_.end())
     return {admission_verdict::existing, known->second, {}};
   auto& list = unfinished_[conversation_id];
   admitted a{admit(policy, list.size(), max_queued), nullptr, {}};
-  if (a.verdict == admission_verdict::busy || a.verdict == admission_verdict::queue_full) {
+  if (a.verdict != admission_verdict::busy && a.verdict != admission_verdict::queue_full) {
+    auto held = unfinished_by_user_.find(user);
+    if (held != unfinished_by_user_.end() && held->second >= max_per_user) a.verdict = admission_verdict::user_limit;
+  }
+  if (a.verdict == admission_verdict::busy || a.verdict == admission_verdict::queue_full ||
+      a.verdict == admission_verdict::user_limit) {
     if (list.empty()) unfinished_.erase(conversation_id);
     return a;
   }
@@ -34,6 +40,7 @@ turn_registry::admitted turn_registry::admit_turn(const std::string& conversatio
   list.push_back(a.started);
   by_request_[a.started->ids().request_id] = a.started;
   ++unfinished_count_;
+  ++unfinished_by_user_[a.started->ids().user];
   return a;
 }
 
@@ -47,6 +54,8 @@ void turn_registry::finished(const std::shared_ptr<turn>& t) {
   list.erase(pos);
   if (list.empty()) unfinished_.erase(it);
   --unfinished_count_;
+  if (auto u = unfinished_by_user_.find(t->ids().user); u != unfinished_by_user_.end() && --u->second == 0)
+    unfinished_by_user_.erase(u);
   last_finished_[t->ids().conversation_id] = t;
   finished_.push_back(t);
   while (finished_.size() > keep_finished_) {

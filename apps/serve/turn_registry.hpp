@@ -18,7 +18,7 @@
 
 namespace troupe::serve {
 
-enum class admission_verdict { start, start_after_interrupt, busy, queue_full, existing };
+enum class admission_verdict { start, start_after_interrupt, busy, queue_full, user_limit, existing };
 
 // What a new message does to a conversation with `unfinished` turns (the
 // running one and those queued after it).
@@ -33,10 +33,12 @@ class turn_registry {
     std::shared_ptr<turn> started;                    // set when the verdict starts one
     std::vector<std::shared_ptr<turn>> to_interrupt;  // the turns the new one replaces
   };
-  // Registers a turn made by `make` if the policy lets it start; a turn
-  // with `request_id` already known is returned instead (verdict existing).
-  admitted admit_turn(const std::string& conversation_id, const std::string& request_id, double_texting policy,
-                      std::size_t max_queued, const std::function<std::shared_ptr<turn>()>& make);
+  // Registers a turn made by `make` if the policy lets it start and its
+  // user has fewer than `max_per_user` unfinished turns; a turn with
+  // `request_id` already known is returned instead (verdict existing).
+  admitted admit_turn(const std::string& conversation_id, const std::string& request_id, const std::string& user,
+                      double_texting policy, std::size_t max_queued, std::size_t max_per_user,
+                      const std::function<std::shared_ptr<turn>()>& make);
   // Moves the turn to the finished ones.
   void finished(const std::shared_ptr<turn>& t);
 
@@ -57,6 +59,7 @@ class turn_registry {
   std::map<std::string, std::shared_ptr<turn>> last_finished_;  // by conversation
   std::deque<std::shared_ptr<turn>> finished_;                  // oldest first, bounded
   std::size_t unfinished_count_ = 0;
+  std::map<std::string, std::size_t> unfinished_by_user_;
 };
 
 }  // namespace troupe::serve

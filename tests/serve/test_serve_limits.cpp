@@ -64,6 +64,50 @@ TEST_CASE("serve: limits") {
   }
 }
 
+TEST_CASE("serve: a user's unfinished turns are bounded across their conversations") {
+  serve_fixture f("memory:", "", "max_turns_per_user = 2\n");
+  const auto alice = as_user(alice_key);
+  auto open = [&](const std::string& chat, const std::string& text) {
+    auto c = std::make_unique<http_client>(f.port());
+    c->open_stream("/v1/conversations/web/" + chat + "/messages", message_body("helper", text), alice);
+    REQUIRE(c->next_event()->name == "conversation");
+    return c;
+  };
+  auto first = open("c1", "hold-one");
+  auto second = open("c2", "hold-two");
+  REQUIRE(f.model->wait_held("hold-one"));
+  REQUIRE(f.model->wait_held("hold-two"));
+
+  SECTION("a third turn on another conversation is a 429 with Retry-After") {
+    const http_reply r =
+        f.client().send(http::verb::post, "/v1/conversations/web/c3/messages", message_body("helper", "hi"), alice);
+    CHECK(r.status == 429);
+    CHECK(r.error_type() == "too_many_turns");
+    CHECK(r.header("retry-after") == "1");
+  }
+  SECTION("the OpenAI endpoint counts against the same bound") {
+    const http_reply r = f.client().send(http::verb::post, "/v1/chat/completions",
+                                         R"({"model":"helper","messages":[{"role":"user","content":"hi"}]})", alice);
+    CHECK(r.status == 429);
+    CHECK(r.json().at("error").at("code") == "too_many_turns");
+  }
+  SECTION("another user is not held by it") {
+    const http_reply r = f.client().send(http::verb::post, "/v1/conversations/web/c3/messages",
+                                         message_body("helper", "hi"), as_user(bob_key));
+    CHECK(r.status == 200);
+  }
+  SECTION("once a turn ends, the user may start another") {
+    REQUIRE(f.model->release("hold-one"));
+    REQUIRE(first->rest_of_stream().back().name == "message.completed");
+    REQUIRE(f.counter->wait_turns(1));
+    const http_reply r =
+        f.client().send(http::verb::post, "/v1/conversations/web/c3/messages", message_body("helper", "hi"), alice);
+    CHECK(r.status == 200);
+  }
+  f.model->release("hold-one");
+  f.model->release("hold-two");
+}
+
 TEST_CASE("serve: draining with streams open") {
   serve_fixture f("memory:", "drain_deadline_seconds = 3\n");
   const auto alice = as_user(alice_key);
