@@ -1,5 +1,6 @@
 // `troupe serve` as a user runs it: a bad config is refused naming the
-// field, and SIGTERM drains with a stream open and exits 0.
+// field, SIGTERM drains with a stream open and exits 0, and an MCP server
+// named in the config lends its tools to an agent.
 
 #include "support/http_client.hpp"
 
@@ -55,7 +56,14 @@ struct serve_process {
   int wait_exit() {
     int status = 0;
     ::waitpid(pid, &status, 0);
+    pid = -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  // A test that failed before it stopped the server does not leave it running.
+  ~serve_process() {
+    if (pid <= 0) return;
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
   }
 };
 
@@ -117,6 +125,40 @@ TEST_CASE("troupe serve: the example config runs offline") {
   CHECK(r.status == 200);
   CHECK(r.json().at("answer") == "12.5 × 8 + 3 = 103.");
   ::kill(server.pid, SIGINT);
+  CHECK(server.wait_exit() == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("troupe serve: an agent calls a tool of the MCP server its config names") {
+  const std::string entry =
+      std::string(TROUPE_MCP_DIR) + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+  if (!fs::exists(entry))
+    FAIL("server-everything is not installed: run `npm ci --prefix tests/mcp` (scripts/test.sh does)");
+  const fs::path dir = scratch_dir();
+  write_file(dir / "echo.json", R"([
+    {"tool_calls": [{"id": "call-1", "name": "everything__echo", "arguments": {"message": "through serve"}}]},
+    {"text": "It echoed."}])");
+  write_file(dir / "serve.toml", "store = \"sqlite:" + (dir / "serve.db").string() +
+                                     "\"\n[mcp]\nservers = [\"everything=node " + entry +
+                                     " stdio\"]\n[[agents]]\nid = \"echoer\"\nprovider = \"scripted\"\n"
+                                     "script = \"echo.json\"\ntools = [\"everything__echo\"]\n" +
+                                     key_line);
+  serve_process server(dir / "serve.toml");
+  const header_list alice{{"Authorization", "Bearer sk-process-test-0123456789"}};
+  http_client c(server.port);
+  const http_reply r = c.send(http::verb::post, "/v1/conversations/web/c1/messages",
+                              "{\"agent\":\"echoer\",\"content\":\"echo\"}", alice);
+  REQUIRE(r.status == 200);
+  CHECK(r.json().at("answer") == "It echoed.");
+  const std::string id(r.json().at("conversation_id").as_string());
+  const http_reply trace = c.send(http::verb::get, "/v1/conversations/" + id + "/trace", "", alice);
+  REQUIRE(trace.status == 200);
+  const boost::json::value v = trace.json();
+  const auto& entries = v.at("entries").as_array();
+  REQUIRE(entries.size() == 4);
+  CHECK(entries[2].at("kind") == "tool_result");
+  CHECK(entries[2].at("payload").at("result") == "Echo: through serve");
+  ::kill(server.pid, SIGTERM);
   CHECK(server.wait_exit() == 0);
   fs::remove_all(dir);
 }
