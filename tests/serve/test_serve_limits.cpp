@@ -9,6 +9,18 @@
 using namespace troupe::testing;
 namespace json = boost::json;
 
+namespace {
+
+// Alice's stream of a turn on `chat`, read up to its first event.
+std::unique_ptr<http_client> open_held(serve_fixture& f, const std::string& chat, const std::string& text) {
+  auto c = std::make_unique<http_client>(f.port());
+  c->open_stream("/v1/conversations/web/" + chat + "/messages", message_body("helper", text), as_user(alice_key));
+  REQUIRE(c->next_event()->name == "conversation");
+  return c;
+}
+
+}  // namespace
+
 TEST_CASE("serve: limits") {
   SECTION("a body over the limit is a 413") {
     serve_fixture f("memory:", "", "max_body_bytes = 64\n");
@@ -67,14 +79,8 @@ TEST_CASE("serve: limits") {
 TEST_CASE("serve: a user's unfinished turns are bounded across their conversations") {
   serve_fixture f("memory:", "", "max_turns_per_user = 2\n");
   const auto alice = as_user(alice_key);
-  auto open = [&](const std::string& chat, const std::string& text) {
-    auto c = std::make_unique<http_client>(f.port());
-    c->open_stream("/v1/conversations/web/" + chat + "/messages", message_body("helper", text), alice);
-    REQUIRE(c->next_event()->name == "conversation");
-    return c;
-  };
-  auto first = open("c1", "hold-one");
-  auto second = open("c2", "hold-two");
+  auto first = open_held(f, "c1", "hold-one");
+  auto second = open_held(f, "c2", "hold-two");
   REQUIRE(f.model->wait_held("hold-one"));
   REQUIRE(f.model->wait_held("hold-two"));
 
@@ -111,14 +117,8 @@ TEST_CASE("serve: a user's unfinished turns are bounded across their conversatio
 TEST_CASE("serve: draining with streams open") {
   serve_fixture f("memory:", "drain_deadline_seconds = 3\n");
   const auto alice = as_user(alice_key);
-  auto open = [&](const std::string& chat, const std::string& text) {
-    auto c = std::make_unique<http_client>(f.port());
-    c->open_stream("/v1/conversations/web/" + chat + "/messages", message_body("helper", text), alice);
-    REQUIRE(c->next_event()->name == "conversation");
-    return c;
-  };
-  auto finishing = open("c1", "hold-finishes");
-  auto stuck = open("c2", "hold-stuck");
+  auto finishing = open_held(f, "c1", "hold-finishes");
+  auto stuck = open_held(f, "c2", "hold-stuck");
   REQUIRE(f.model->wait_held("hold-finishes"));
   REQUIRE(f.model->wait_held("hold-stuck"));
   http_client idle = f.client();
