@@ -9,7 +9,9 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/url/parse.hpp>
 
+#include <algorithm>
 #include <sstream>
+#include <vector>
 
 namespace troupe::serve {
 
@@ -244,12 +246,13 @@ void session::send_chunk(std::string data) {
       return self->close("the client read its event stream too slowly: more than " +
                          std::to_string(self->ctx_.limits.max_stream_backlog_bytes) +
                          " bytes (max_stream_backlog_bytes) were waiting to be sent");
+    // The frame around the data is queued beside it, not copied together
+    // with it: write_next() sends queued pieces in one gather write.
     char size[24];
     const int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
-    std::string chunk;
-    chunk.reserve(static_cast<std::size_t>(n) + data.size() + 2);
-    chunk.append(size, static_cast<std::size_t>(n)).append(data).append("\r\n");
-    self->queue(std::move(chunk));
+    self->queue(std::string(size, static_cast<std::size_t>(n)));
+    self->queue(std::move(data));
+    self->queue("\r\n");
   });
 }
 
@@ -276,9 +279,19 @@ void session::write_next() {
     return;
   }
   writing_ = true;
-  net::async_write(stream_, net::buffer(out_.front()), [self = shared_from_this()](beast::error_code ec, std::size_t) {
-    self->backlog_ -= self->out_.front().size();
-    self->out_.pop_front();
+  // Everything queued so far (up to a bound) goes in one write: a stream
+  // whose events come faster than the client reads sends them together.
+  // A deque's elements stay where they are as more are queued behind them.
+  constexpr std::size_t most_pieces = 64;
+  std::vector<net::const_buffer> pieces;
+  pieces.reserve(std::min(out_.size(), most_pieces));
+  for (auto it = out_.begin(); it != out_.end() && pieces.size() < most_pieces; ++it)
+    pieces.push_back(net::buffer(*it));
+  net::async_write(stream_, pieces, [self = shared_from_this(), n = pieces.size()](beast::error_code ec, std::size_t) {
+    for (std::size_t i = 0; i < n; ++i) {
+      self->backlog_ -= self->out_.front().size();
+      self->out_.pop_front();
+    }
     if (ec) return self->close();
     self->write_next();
   });
