@@ -11,7 +11,7 @@ static_assert(sqlite_store::schema_version == sqlite::schema_version);
 sqlite_store::sqlite_store(const std::string& path, sqlite_options options)
     : writer_(std::make_unique<sqlite::connection>(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)),
       commits_([c = writer_.get()](const std::vector<sqlite::write_job*>& batch) {
-        sqlite::run_in_one_transaction(*c, batch);
+        return sqlite::run_in_one_transaction(*c, batch);
       }),
       readers_(std::make_unique<sqlite::reader_pool>(path)) {
   sqlite::connection& c = *writer_;
