@@ -43,8 +43,7 @@ class append_queue {
 
   // A commit still queued after `max_wait` fails with a "timeout" instead of
   // being written.
-  append_queue(batch_runner run, std::size_t max_batch, std::chrono::milliseconds max_wait,
-               std::size_t writers = 1);
+  append_queue(batch_runner run, std::size_t max_batch, std::chrono::milliseconds max_wait, std::size_t writers = 1);
   // Writes what is queued, then stops the writer thread.
   ~append_queue();
   append_queue(const append_queue&) = delete;
