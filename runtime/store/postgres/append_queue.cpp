@@ -6,8 +6,12 @@
 
 namespace troupe::postgres {
 
-append_queue::append_queue(batch_runner run, std::size_t max_batch, std::chrono::milliseconds max_wait)
-    : run_(std::move(run)), max_batch_(std::max<std::size_t>(1, max_batch)), max_wait_(max_wait) {}
+append_queue::append_queue(batch_runner run, std::size_t max_batch, std::chrono::milliseconds max_wait,
+                           std::size_t writers)
+    : run_(std::move(run)),
+      max_batch_(std::max<std::size_t>(1, max_batch)),
+      writer_count_(std::max<std::size_t>(1, writers)),
+      max_wait_(max_wait) {}
 
 append_queue::~append_queue() {
   {
@@ -15,7 +19,7 @@ append_queue::~append_queue() {
     stopping_ = true;
   }
   wake_.notify_all();
-  if (writer_.joinable()) writer_.join();
+  for (std::thread& w : writers_) w.join();
 }
 
 void append_queue::submit(queued_append a) {
@@ -26,7 +30,7 @@ void append_queue::submit(queued_append a) {
     a.done(store_error{"io", "the store is shutting down; nothing was written"});
     return;
   }
-  if (!writer_.joinable()) writer_ = std::thread([this] { writer_loop(); });
+  while (writers_.size() < writer_count_) writers_.emplace_back([this] { writer_loop(); });
   queued_.push_back(std::move(a));
   if (queued_.size() == 1) wake_.notify_one();
 }
@@ -56,6 +60,7 @@ void append_queue::writer_loop() {
       const auto cut = queued_.begin() + static_cast<std::ptrdiff_t>(max_batch_);
       batch.assign(std::make_move_iterator(queued_.begin()), std::make_move_iterator(cut));
       queued_.erase(queued_.begin(), cut);
+      wake_.notify_one();  // what is left is another writer's next batch
     }
     const std::chrono::milliseconds max_wait = max_wait_;
     lock.unlock();

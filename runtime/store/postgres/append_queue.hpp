@@ -3,7 +3,13 @@
 // thread takes everything queued and runs it as one call on one connection
 // (one round trip, one transaction, one WAL flush), so that the rate of
 // commits grows with the number of agents committing instead of being one
-// round trip per commit per connection. How a batch is written, and what
+// round trip per commit per connection. Several writers may each run a
+// batch at once: one batch runs on one server backend, so with one writer
+// the server's other cores sat idle while it worked. Batches running at
+// once cannot hold one thread's commits in opposite orders as long as a
+// thread has one commit in flight (what an agent does); if other callers
+// make them deadlock, PostgreSQL fails one call and the runner writes its
+// commits one by one. How a batch is written, and what
 // happens when it fails, is the runner's (postgres_store's).
 
 #include "runtime/store/thread_lease.hpp"
@@ -37,7 +43,7 @@ class append_queue {
 
   // A commit still queued after `max_wait` fails with a "timeout" instead of
   // being written.
-  append_queue(batch_runner run, std::size_t max_batch, std::chrono::milliseconds max_wait);
+  append_queue(batch_runner run, std::size_t max_batch, std::chrono::milliseconds max_wait, std::size_t writers = 1);
   // Writes what is queued, then stops the writer thread.
   ~append_queue();
   append_queue(const append_queue&) = delete;
@@ -52,13 +58,14 @@ class append_queue {
 
   batch_runner run_;
   std::size_t max_batch_;
+  std::size_t writer_count_;
   std::chrono::milliseconds max_wait_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::vector<queued_append> queued_;
   bool stopping_ = false;
   commit_batching stats_;
-  std::thread writer_;  // started by the first submit
+  std::vector<std::thread> writers_;  // started by the first submit
 };
 
 }  // namespace troupe::postgres

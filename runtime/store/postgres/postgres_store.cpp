@@ -22,7 +22,7 @@ postgres_store::postgres_store(const std::string& conninfo, options o)
   postgres::migrate(l.get());
   queue_ = std::make_unique<postgres::append_queue>(
       [this](std::vector<postgres::queued_append>& batch) { return append_batch(batch); }, o.max_batch,
-      std::chrono::seconds(30));
+      std::chrono::seconds(30), o.append_writers);
 }
 
 void postgres_store::set_queue_deadline(std::chrono::milliseconds deadline) { queue_->set_max_wait(deadline); }

@@ -43,6 +43,8 @@ struct postgres_options {
   std::chrono::milliseconds statement_timeout{30'000};
   // Commits from agents (append_queued) sent in one call at most.
   std::size_t max_batch = 1000;
+  // Batches written at once, each on a connection of the pool (append_queue).
+  std::size_t append_writers = 4;
 };
 
 class postgres_store final : public thread_store, public conversation_store {

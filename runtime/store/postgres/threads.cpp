@@ -29,12 +29,23 @@ std::string entries_json(entry_range entries) {
   std::string out = "[";
   for (const entry& e : entries) {
     if (out.size() > 1) out += ',';
-    out += "{\"seq\":" + std::to_string(e.seq) + ",\"id\":" + json_text(json::string(e.id.view())) +
-           ",\"at\":" + std::to_string(e.at) + ",\"kind\":" + json_text(json::string(e.kind.view())) +
-           ",\"payload\":" + json_text(json::string(json_text(e.payload))) +
-           ",\"refs\":" + json_text(json::string(json_text(e.refs))) + "}";
+    out += "{\"seq\":";
+    out += std::to_string(e.seq);
+    out += ",\"id\":";
+    append_json_string(out, e.id.view());
+    out += ",\"at\":";
+    out += std::to_string(e.at);
+    out += ",\"kind\":";
+    append_json_string(out, e.kind.view());
+    // Each text is written once, then escaped once as the string holding it.
+    out += ",\"payload\":";
+    append_json_string(out, json_text(e.payload));
+    out += ",\"refs\":";
+    append_json_string(out, json_text(e.refs));
+    out += '}';
   }
-  return out + "]";
+  out += ']';
+  return out;
 }
 
 // A refused commit's error, from troupe_append's answer (status, stored_rev,

@@ -159,9 +159,10 @@ void group_commit::lead(std::unique_lock<std::mutex>& lock, const write_job* own
   });
   lock.unlock();
   std::exception_ptr thrown;
+  std::size_t transactions = 1;  // a runner that throws has begun one
   if (!batch.empty()) {
     try {
-      run_(batch);
+      transactions = run_(batch);
     } catch (...) {
       thrown = std::current_exception();
     }
@@ -171,7 +172,7 @@ void group_commit::lead(std::unique_lock<std::mutex>& lock, const write_job* own
                                           " ms for the writer; nothing of it was written"};
   lock.lock();
   if (!batch.empty()) {
-    ++stats_.transactions;
+    stats_.transactions += transactions;
     stats_.commits += batch.size();
   }
   stats_.in_flight -= batch.size() + expired.size();
@@ -208,9 +209,11 @@ commit_stats group_commit::stats() const {
   return stats_;
 }
 
-void run_in_one_transaction(connection& c, const std::vector<write_job*>& batch) {
+std::size_t run_in_one_transaction(connection& c, const std::vector<write_job*>& batch) {
   try {
-    if (!run_transaction(c, batch, isolation::optimistic)) run_transaction(c, batch, isolation::savepoints);
+    if (run_transaction(c, batch, isolation::optimistic)) return 1;
+    run_transaction(c, batch, isolation::savepoints);
+    return 2;
   } catch (...) {
     // Undone, so that the group commit may fail every job of the batch.
     if (c.in_transaction()) c.exec("ROLLBACK");

@@ -62,8 +62,9 @@ struct commit_stats {
 // nothing of its batch.
 class group_commit {
  public:
-  // Runs one batch, setting each job's error.
-  using batch_runner = std::function<void(const std::vector<write_job*>&)>;
+  // Runs one batch, setting each job's error; returns how many
+  // transactions that took (the stats count each).
+  using batch_runner = std::function<std::size_t(const std::vector<write_job*>&)>;
 
   // A submitted commit still queued after `max_wait` fails with a `timeout`
   // store error instead of running: its owner has a deadline to keep.
@@ -111,7 +112,8 @@ class group_commit {
 // a savepoint of its own, so that one writer's failure undoes nothing of
 // another's. Jobs must therefore be safe to run twice. A job whose work throws fails with an `internal`
 // error like any other failing job; anything else that throws rolls the
-// whole transaction back before it leaves.
-void run_in_one_transaction(connection& c, const std::vector<write_job*>& batch);
+// whole transaction back before it leaves. Returns the transactions run: 2
+// when the batch ran again with savepoints.
+std::size_t run_in_one_transaction(connection& c, const std::vector<write_job*>& batch);
 
 }  // namespace troupe::sqlite

@@ -11,7 +11,7 @@ static_assert(sqlite_store::schema_version == sqlite::schema_version);
 sqlite_store::sqlite_store(const std::string& path, sqlite_options options)
     : writer_(std::make_unique<sqlite::connection>(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)),
       commits_([c = writer_.get()](const std::vector<sqlite::write_job*>& batch) {
-        sqlite::run_in_one_transaction(*c, batch);
+        return sqlite::run_in_one_transaction(*c, batch);
       }),
       readers_(std::make_unique<sqlite::reader_pool>(path)) {
   sqlite::connection& c = *writer_;
@@ -20,6 +20,11 @@ sqlite_store::sqlite_store(const std::string& path, sqlite_options options)
   // The writer touches the same index pages transaction after transaction:
   // keep them (64 MiB) instead of reading them back from the OS each time.
   c.exec("PRAGMA cache_size=-65536");
+  // Checkpoint every 16,384 WAL pages (64 MiB) rather than SQLite's 1,000:
+  // a page the batches rewrite again and again is copied back to the file
+  // (and the file synced) once per checkpoint, so fewer checkpoints write
+  // and sync less for the same commits.
+  c.exec("PRAGMA wal_autocheckpoint=16384");
   sqlite::migrate(c, path);
 }
 

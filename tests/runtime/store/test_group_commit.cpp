@@ -51,6 +51,7 @@ TEST_CASE("a batch that throws fails its own commits and hands leadership on") {
       wait_until_in_flight(*commits, 4);
     }
     if (n == 1) throw std::bad_alloc();
+    return std::size_t{1};
   });
 
   auto first = write_on_thread(commits);
@@ -151,7 +152,7 @@ TEST_CASE("a batch runs without savepoints until a commit fails after writing") 
 
   SECTION("a commit refused before it wrote anything: the batch runs once") {
     write_job a{&one}, bad{&refused};
-    run_in_one_transaction(c, {&a, &bad});
+    CHECK(run_in_one_transaction(c, {&a, &bad}) == 1);
     CHECK(!a.error);
     REQUIRE(bad.error);
     CHECK(bad.error->message == "checked, not written");
@@ -160,7 +161,7 @@ TEST_CASE("a batch runs without savepoints until a commit fails after writing") 
   }
   SECTION("a commit that fails after writing: the batch runs again, and only its writes are undone") {
     write_job a{&one}, bad{&writes_then_fails};
-    run_in_one_transaction(c, {&a, &bad});
+    CHECK(run_in_one_transaction(c, {&a, &bad}) == 2);  // both count in the stats
     CHECK(!a.error);
     REQUIRE(bad.error);
     CHECK(bad.error->message == "written, then refused");
@@ -195,6 +196,7 @@ TEST_CASE("commits submitted without waiting are batched by the writer thread") 
       wait_until_in_flight(*commits, 51);
     }
     largest = std::max(largest.load(), batch.size());
+    return std::size_t{1};
   });
 
   std::vector<std::future<outcome>> answers;
@@ -229,6 +231,7 @@ TEST_CASE("a submitted commit that waited past its deadline fails with timeout, 
         ran += static_cast<int>(batch.size());
         first_running = true;
         while (!release) std::this_thread::yield();
+        return std::size_t{1};
       },
       std::chrono::milliseconds(100));
   auto first = submit(commits);
@@ -250,7 +253,10 @@ TEST_CASE("a group commit destroyed with commits queued runs them first") {
   std::atomic<int> ran{0};
   std::vector<std::future<outcome>> answers;
   {
-    group_commit commits([&](const std::vector<write_job*>& batch) { ran += static_cast<int>(batch.size()); });
+    group_commit commits([&](const std::vector<write_job*>& batch) {
+      ran += static_cast<int>(batch.size());
+      return std::size_t{1};
+    });
     for (int i = 0; i < 10; ++i) answers.push_back(submit(commits));
   }
   CHECK(ran == 10);
