@@ -1,11 +1,15 @@
 #pragma once
 // The storage behind a thread: an append-only sequence whose elements never
-// move once written. Elements live in segments of doubling size (8, 16, 32, …)
-// addressed through a fixed table, so
+// move once written. Elements live in segments of doubling size (4, 8, 16, …)
+// addressed through a table whose entries are written once, so
 //   - appending is O(1) and never copies earlier elements;
 //   - a reader that knows the size it saw can keep reading elements below it
 //     while the owner appends more: those elements and their segment pointers
 //     are never written again.
+//
+// Small logs are the common case (a million agents hold a few entries each):
+// the first segment is small and only the first segments' pointers live in
+// the object; the rest of the table is allocated when a log first needs it.
 //
 // Several thread values may share one log (copies and snapshots). Only one of
 // them can extend it past a given size: try_append claims the slots with a
@@ -28,8 +32,9 @@ class append_log {
   static_assert(std::is_nothrow_move_constructible_v<T>);
 
  public:
-  static constexpr std::size_t first_segment_size = 8;
-  static constexpr std::size_t max_segments = 48;  // 8 × (2^48 − 1) elements
+  static constexpr std::size_t first_segment_size = 4;
+  static constexpr std::size_t max_segments = 48;    // 4 × (2^48 − 1) elements
+  static constexpr std::size_t inline_segments = 6;  // 252 elements before the table is allocated
 
   append_log() = default;
   append_log(const append_log&) = delete;
@@ -38,7 +43,7 @@ class append_log {
   ~append_log() {
     for (std::size_t i = 0; i < constructed_; ++i) std::destroy_at(&slot(i));
     std::allocator<T> alloc;
-    for (std::size_t s = 0; s < max_segments && segments_[s]; ++s) alloc.deallocate(segments_[s], segment_capacity(s));
+    for (std::size_t s = 0; s < max_segments && segment(s); ++s) alloc.deallocate(segment(s), segment_capacity(s));
   }
 
   // Only elements below a size the caller has observed may be read.
@@ -71,20 +76,31 @@ class append_log {
     return {s, i - first_segment_size * ((std::size_t{1} << s) - 1)};
   }
 
+  // Segment s, or null if it is not allocated yet.
+  T* segment(std::size_t s) const {
+    if (s < inline_segments) return inline_[s];
+    return overflow_ ? overflow_[s - inline_segments] : nullptr;
+  }
+  // Where segment s's pointer is written, once (the table exists by then).
+  T*& segment_entry(std::size_t s) { return s < inline_segments ? inline_[s] : overflow_[s - inline_segments]; }
+
   T& slot(std::size_t i) {
     const auto [s, offset] = locate(i);
-    return segments_[s][offset];
+    return segment(s)[offset];
   }
 
   void reserve(std::size_t size) {
     if (size == 0) return;
     std::allocator<T> alloc;
     const std::size_t last = locate(size - 1).first;
+    if (last >= inline_segments && !overflow_)
+      overflow_ = std::make_unique<T*[]>(max_segments - inline_segments);  // zeroed
     for (std::size_t s = 0; s <= last; ++s)
-      if (!segments_[s]) segments_[s] = alloc.allocate(segment_capacity(s));
+      if (!segment(s)) segment_entry(s) = alloc.allocate(segment_capacity(s));
   }
 
-  std::array<T*, max_segments> segments_{};
+  std::array<T*, inline_segments> inline_{};
+  std::unique_ptr<T*[]> overflow_;
   std::atomic<std::size_t> claimed_{0};
   std::size_t constructed_ = 0;  // written only by the owner that claimed the slots
 };

@@ -84,7 +84,8 @@ TEST_CASE("a snapshot stays unchanged while the thread keeps growing") {
 TEST_CASE("a snapshot can be read on another OS thread while the owner appends") {
   sequential_ids ids;
   thread t("t1");
-  for (int i = 0; i < 100; ++i) t.append(note(i), i, ids);
+  // Past the segments whose pointers the log holds in itself (252 entries).
+  for (int i = 0; i < 1000; ++i) t.append(note(i), i, ids);
   const thread_view snap = t.snapshot();
 
   std::int64_t sum = 0;
@@ -92,12 +93,27 @@ TEST_CASE("a snapshot can be read on another OS thread while the owner appends")
     for (int round = 0; round < 50; ++round)
       for (const entry& e : snap.entries()) sum += e.payload.at("n").as_int64();
   });
-  for (int i = 100; i < 20'000; ++i) t.append(note(i), i, ids);
+  for (int i = 1000; i < 20'000; ++i) t.append(note(i), i, ids);
   reader.join();
 
-  CHECK(sum == 50 * (99 * 100 / 2));
+  CHECK(sum == 50 * (999 * 1000 / 2));
   CHECK(t.size() == 20'000);
   CHECK(t.at_seq(19'999)->payload.at("n") == 19'999);
+}
+
+TEST_CASE("entries keep their place across the storage's segments, appended one by one or in batches") {
+  sequential_ids ids;
+  thread t("t1");
+  int n = 0;
+  for (int batch = 1; n < 5000; ++batch) {
+    std::vector<entry_draft> drafts;
+    for (int i = 0; i < batch % 9; ++i) drafts.push_back(note(n++));
+    t.append(std::move(drafts), n, ids);
+  }
+  REQUIRE(t.size() == static_cast<std::size_t>(n));
+  bool in_place = true;
+  for (int i = 0; i < n; ++i) in_place = in_place && t.at_seq(static_cast<std::uint64_t>(i))->payload.at("n") == i;
+  CHECK(in_place);
 }
 
 TEST_CASE("copies of a thread diverge without disturbing each other") {
