@@ -256,6 +256,7 @@ std::vector<agent> runtime::spawn_agents(std::vector<agent_spec> specs) {
     const agent_launch* last = previous ? &launches->back() : nullptr;
     auto config = make_react_config(
         spec, last && spec.tools == previous->tools ? last->config->tools : impl_->ctx->tools.specs(spec.tools));
+    if (last && *config == *last->config) config = last->config;
     auto profile = std::make_shared<const agent_profile>(spec);
     if (last && *profile == *last->profile) profile = last->profile;
     launches->push_back(agent_launch{spec.id, std::move(profile), std::move(config)});

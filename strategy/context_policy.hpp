@@ -40,6 +40,8 @@ struct context_policy {
   std::int64_t input_budget() const { return max_input_tokens - reserve_output_tokens; }
   bool includes(std::string_view kind) const;
 
+  friend bool operator==(const context_policy&, const context_policy&) = default;
+
   // Presets.
   static context_policy short_context();  // 4k window, the last 2 turns
   static context_policy long_context();   // 100k window, the last 50 turns

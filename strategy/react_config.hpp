@@ -31,6 +31,9 @@ struct react_config {
   std::string summary_model;
   std::string summary_prompt;
   int summary_max_tokens = 600;
+
+  // Tool sets compare by identity: agents spawned together share one.
+  friend bool operator==(const react_config&, const react_config&) = default;
 };
 
 }  // namespace troupe
