@@ -486,8 +486,15 @@ class agent_logic {
     slot.pending = std::make_unique<react_thread::prepared_step>(std::move(step));
     slot.phase = slot_phase::committing;
     const std::uint64_t no = ++slot.commit_no;
-    // Every commit renews the lease it is made under.
-    if (slot.lease) slot.lease->expires_at_ms = wall_clock_ms() + st_.ctx->lease_ttl.count();
+    // A commit renews the lease it is made under, at most once a second (or
+    // per half lease, if shorter): the lease stays that little less than
+    // lease_ttl ahead of every commit, and the commits in between leave the
+    // store's lease row as it is instead of writing it each time.
+    if (slot.lease) {
+      const std::int64_t now = wall_clock_ms(), ttl = st_.ctx->lease_ttl.count();
+      if (slot.lease->expires_at_ms - now <= ttl - std::min<std::int64_t>(1'000, ttl / 2))
+        slot.lease->expires_at_ms = now + ttl;
+    }
     stores().append(std::move(next), rev_before, slot.lease,
                     [self = handle(), thread_id = slot.conversation.history().id(), no](commit_outcome outcome) {
                       caf::anon_send(self, committed_atom::value, thread_id, no, std::move(outcome));

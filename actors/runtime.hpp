@@ -42,8 +42,9 @@ struct runtime_options {
   std::size_t store_threads = 16;
   std::chrono::milliseconds store_deadline{30'000};
   // One writer per thread across processes: with a store that does I/O, an
-  // agent takes a thread's lease when it loads it, renews it with every
-  // commit and gives it up when it unloads it; another process asking on
+  // agent takes a thread's lease when it loads it, renews it with its
+  // commits (at most once a second, so a lease is always within a second of
+  // lease_ttl ahead of the last commit) and gives it up when it unloads it; another process asking on
   // that thread meanwhile gets thread_owned_elsewhere. owner_id names this
   // runtime to the store (empty: one is made up per runtime); a process
   // restarted with the same owner_id takes its threads back at once. A lease

@@ -60,6 +60,31 @@ constexpr const char* migrations[] = {
     expires_at INTEGER NOT NULL
   ) WITHOUT ROWID;
 )",
+    // 4: entries kept in the order they were committed, found by an index on
+    // (thread_id, seq). Clustered by thread (WITHOUT ROWID, up to 3), a group
+    // commit of agents on thousands of threads wrote a different leaf page
+    // per commit, and with them most of the file at every transaction; now
+    // the rows of one transaction share the pages at the table's end and
+    // only the index, a few dozen bytes per entry, is written at random.
+    // Reading a thread back costs a page per entry when its commits were far
+    // apart, as in PostgreSQL's heap.
+    R"(
+  CREATE TABLE entries_in_commit_order (
+    thread_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    refs TEXT NOT NULL
+  );
+  INSERT INTO entries_in_commit_order (thread_id, seq, id, at, kind, payload, refs)
+    SELECT thread_id, seq, id, at, kind, payload, refs FROM entries ORDER BY thread_id, seq;
+  DROP TABLE entries;
+  ALTER TABLE entries_in_commit_order RENAME TO entries;
+  CREATE UNIQUE INDEX entries_by_thread ON entries (thread_id, seq);
+  CREATE INDEX entries_messages ON entries (thread_id, seq) WHERE kind = 'message';
+)",
 };
 static_assert(std::size(migrations) == schema_version);
 

@@ -82,7 +82,7 @@ class sqlite_store final : public thread_store, public conversation_store {
   using commit_stats = sqlite::commit_stats;
   commit_stats stats() const;
 
-  static constexpr int schema_version = 3;
+  static constexpr int schema_version = 4;
 
  private:
   // Runs `work` in the next group transaction; its error, or the

@@ -122,22 +122,24 @@ struct append_job {
   }
 
   std::optional<store_error> operator()(connection& c) {
-    const std::string what = "append to " + t.id();
+    auto failed = [&] { return c.io_error("append to " + t.id()); };
     // Every check first, in one statement (the stored rev and size, and the
     // lease), and only then the writes: a commit refused here has written
     // nothing, so the group commit need not undo it (group_commit.hpp).
     std::uint64_t stored_rev = 0, stored_size = 0;
+    std::optional<std::int64_t> row;  // the thread's row, when it has one
     std::optional<thread_lease> current;
     {
       statement s(c,
-                  "SELECT t.rev, t.size, l.owner, l.epoch, l.expires_at FROM (SELECT ?1 AS id) AS k "
+                  "SELECT t.rev, t.size, l.owner, l.epoch, l.expires_at, t.rowid FROM (SELECT ?1 AS id) AS k "
                   "LEFT JOIN threads AS t ON t.id = k.id LEFT JOIN leases AS l ON l.thread_id = k.id");
-      if (!s) return c.io_error(what);
+      if (!s) return failed();
       s.bind(1, t.id());
-      if (s.step() != SQLITE_ROW) return c.io_error(what);
+      if (s.step() != SQLITE_ROW) return failed();
       if (!s.null(0)) {
         stored_rev = static_cast<std::uint64_t>(s.int64(0));
         stored_size = static_cast<std::uint64_t>(s.int64(1));
+        row = s.int64(5);
       }
       if (!s.null(2)) current = thread_lease{s.text(2), static_cast<std::uint64_t>(s.int64(3)), s.int64(4)};
     }
@@ -150,10 +152,13 @@ struct append_job {
       return store_error{"conflict", "thread " + t.id() + " has fewer entries than the stored one"};
     if (stored_size != first_new) rows = rows_of(t.slice(stored_size, t.size()));  // a thread restored with rev > size
 
-    if (fence)
-      if (auto e = write_lease(c, t.id(), lease_renewed(*current, *fence))) return e;
+    if (fence) {
+      const thread_lease renewed = lease_renewed(*current, *fence);
+      if (renewed.expires_at_ms != current->expires_at_ms)
+        if (auto e = write_lease(c, t.id(), renewed)) return e;
+    }
     statement ins(c, "INSERT INTO entries (thread_id, seq, id, at, kind, payload, refs) VALUES (?, ?, ?, ?, ?, ?, ?)");
-    if (!ins) return c.io_error(what);
+    if (!ins) return failed();
     for (const entry_row& row : rows) {
       ins.bind(1, t.id());
       ins.bind(2, static_cast<std::int64_t>(row.e->seq));
@@ -162,32 +167,43 @@ struct append_job {
       ins.bind(5, row.e->kind);
       ins.bind(6, row.payload);
       ins.bind(7, row.refs);
-      if (ins.step() != SQLITE_DONE) return c.io_error(what);
+      if (ins.step() != SQLITE_DONE) return failed();
       ins.reset();
     }
-    statement up(c,
-                 "INSERT INTO threads (id, rev, size, created_at, updated_at, metadata) VALUES (?, ?, ?, ?, ?, ?) "
-                 "ON CONFLICT(id) DO UPDATE SET rev = excluded.rev, size = excluded.size, "
-                 "updated_at = excluded.updated_at, metadata = excluded.metadata");
-    if (!up) return c.io_error(what);
-    up.bind(1, t.id());
-    up.bind(2, static_cast<std::int64_t>(t.rev()));
-    up.bind(3, static_cast<std::int64_t>(t.size()));
-    up.bind(4, t.created_at());
-    up.bind(5, t.updated_at());
-    up.bind(6, metadata);
-    if (up.step() != SQLITE_DONE) return c.io_error(what);
+    // An existing thread's row is updated by its rowid, found by the check
+    // above: no second search of the id index.
+    if (row) {
+      statement up(c, "UPDATE threads SET rev = ?, size = ?, updated_at = ?, metadata = ? WHERE rowid = ?");
+      if (!up) return failed();
+      up.bind(1, static_cast<std::int64_t>(t.rev()));
+      up.bind(2, static_cast<std::int64_t>(t.size()));
+      up.bind(3, t.updated_at());
+      up.bind(4, metadata);
+      up.bind(5, *row);
+      if (up.step() != SQLITE_DONE) return failed();
+    } else {
+      statement in(c,
+                   "INSERT INTO threads (id, rev, size, created_at, updated_at, metadata) VALUES (?, ?, ?, ?, ?, ?)");
+      if (!in) return failed();
+      in.bind(1, t.id());
+      in.bind(2, static_cast<std::int64_t>(t.rev()));
+      in.bind(3, static_cast<std::int64_t>(t.size()));
+      in.bind(4, t.created_at());
+      in.bind(5, t.updated_at());
+      in.bind(6, metadata);
+      if (in.step() != SQLITE_DONE) return failed();
+    }
 
     if (touch.last_message_at || touch.title) {
       statement conv(c,
                      "UPDATE conversations SET last_message_at = max(last_message_at, ?1), "
                      "title = CASE WHEN title = '' THEN ?2 ELSE title END, updated_at = ?3 WHERE thread_id = ?4");
-      if (!conv) return c.io_error(what);
+      if (!conv) return failed();
       conv.bind(1, touch.last_message_at.value_or(0));
       conv.bind(2, touch.title.value_or(""));
       conv.bind(3, wall_clock_ms());
       conv.bind(4, t.id());
-      if (conv.step() != SQLITE_DONE) return c.io_error(what);
+      if (conv.step() != SQLITE_DONE) return failed();
     }
     return std::nullopt;
   }

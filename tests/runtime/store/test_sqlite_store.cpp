@@ -90,6 +90,21 @@ TEST_CASE("the SQLite store migrates a version-1 file and keeps its threads") {
     REQUIRE(old);
     CHECK(old->at_seq(0)->payload.at("n") == 1);
     CHECK(store.get_or_create_conversation({"u", "cli", "x"}));
+    REQUIRE(store.append(*old, 1).has_value());
+    auto again = store.load("old");
+    REQUIRE(again);
+    CHECK(again->size() == 1);
   }
+  // Entries moved to a table in commit order (version 4) keep (thread_id, seq) unique.
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* version = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &version, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(version) == SQLITE_ROW);
+  CHECK(sqlite3_column_int(version, 0) == sqlite_store::schema_version);
+  sqlite3_finalize(version);
+  CHECK(sqlite3_exec(db, "INSERT INTO entries VALUES ('old', 0, 'again', 7, 'note', '{}', '{}')", nullptr, nullptr,
+                     nullptr) == SQLITE_CONSTRAINT);
+  sqlite3_close(db);
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + suffix);
 }
