@@ -113,6 +113,7 @@ stored<conversation> memory_store::get_or_create_conversation(const conversation
   c.thread_id = ids_.next("thread");
   c.created_at = c.updated_at = wall_clock_ms();
   conversation_of_thread_[c.thread_id] = c.id;
+  opened_order_[c.id] = opened_++;
   conversations_[c.id] = c;
   has_conversations_.store(true, std::memory_order_release);
   return c;
@@ -143,17 +144,20 @@ stored<conversation_trace> memory_store::trace(const std::string& conversation_i
 
 stored<std::vector<conversation>> memory_store::list_conversations(const std::string& user_id, std::size_t limit,
                                                                    std::size_t offset) {
-  std::vector<conversation> out;
+  std::vector<std::pair<conversation, std::uint64_t>> listed;  // with the order it was opened in
   {
     std::lock_guard lock(conversations_mutex_);
     for (const auto& [id, c] : conversations_)
-      if (c.user_id == user_id && !c.archived) out.push_back(c);
+      if (c.user_id == user_id && !c.archived) listed.emplace_back(c, opened_order_.at(id));
   }
-  std::sort(out.begin(), out.end(), [](const conversation& a, const conversation& b) {
-    if (a.last_message_at != b.last_message_at) return a.last_message_at > b.last_message_at;
-    if (a.created_at != b.created_at) return a.created_at > b.created_at;
-    return a.id < b.id;
+  std::sort(listed.begin(), listed.end(), [](const auto& a, const auto& b) {
+    if (a.first.last_message_at != b.first.last_message_at) return a.first.last_message_at > b.first.last_message_at;
+    if (a.first.created_at != b.first.created_at) return a.first.created_at > b.first.created_at;
+    return a.second > b.second;
   });
+  std::vector<conversation> out;
+  out.reserve(listed.size());
+  for (auto& [c, _] : listed) out.push_back(std::move(c));
   out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(std::min(offset, out.size())));
   if (out.size() > limit) out.resize(limit);
   return out;
@@ -198,6 +202,7 @@ stored<void> memory_store::delete_conversation(const std::string& conversation_i
     if (it == conversations_.end()) return conversation_not_found(conversation_id);
     thread_id = it->second.thread_id;
     conversation_of_thread_.erase(thread_id);
+    opened_order_.erase(conversation_id);
     conversations_.erase(it);
   }
   shard& s = shard_of(thread_id);

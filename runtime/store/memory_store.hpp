@@ -56,6 +56,10 @@ class memory_store final : public thread_store, public conversation_store {
   std::mutex conversations_mutex_;
   std::map<std::string, conversation> conversations_;                    // by id
   std::unordered_map<std::string, std::string> conversation_of_thread_;  // thread id → conversation id
+  // The order conversations were opened in: what orders two whose last
+  // messages share a millisecond (the SQL stores use a column for it).
+  std::unordered_map<std::string, std::uint64_t> opened_order_;
+  std::uint64_t opened_ = 0;
   std::atomic<bool> has_conversations_{false};
 
   // Leases (for owners in this process only: the store is its memory). Taken

@@ -95,7 +95,7 @@ stored<std::vector<conversation>> postgres_store::list_conversations(const std::
   return pool_->read([&](PGconn* c) -> stored<std::vector<conversation>> {
     const std::string sql = std::string("SELECT ") + conversation_columns +
                             " FROM conversations WHERE user_id = $1 AND NOT archived "
-                            "ORDER BY last_message_at DESC, created_at DESC, id LIMIT $2 OFFSET $3";
+                            "ORDER BY last_message_at DESC, created_at DESC, opened DESC LIMIT $2 OFFSET $3";
     result r = run(c, sql.c_str(),
                    {user_id, std::to_string(std::min<std::size_t>(limit, INT64_MAX)),
                     std::to_string(std::min<std::size_t>(offset, INT64_MAX))});

@@ -215,6 +215,19 @@ constexpr const char* migrations[] = {
   END
   $$;
 )",
+    // 4: a commit leaves its lease's row alone unless it moves the expiry on
+    // (the agent renews at most once a second), so the commits in between
+    // make no new version of the row; and conversations get the order they
+    // were opened in, which orders two whose last messages share a
+    // millisecond.
+    R"(
+  CREATE TRIGGER leases_unchanged BEFORE UPDATE ON leases
+    FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger();
+  ALTER TABLE conversations ADD COLUMN opened bigint GENERATED ALWAYS AS IDENTITY;
+  DROP INDEX conversations_by_recency;
+  CREATE INDEX conversations_by_recency
+    ON conversations (user_id, last_message_at DESC, created_at DESC, opened DESC) WHERE NOT archived;
+)",
 };
 static_assert(std::size(migrations) == schema_version);
 

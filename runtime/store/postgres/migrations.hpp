@@ -7,7 +7,7 @@
 
 namespace troupe::postgres {
 
-inline constexpr int schema_version = 3;
+inline constexpr int schema_version = 4;
 
 // Brings the database behind `c` to schema_version. Throws
 // std::runtime_error with the server's message when it cannot, or when the

@@ -136,9 +136,11 @@ stored<std::vector<conversation>> sqlite_store::list_conversations(const std::st
   sqlite::reader_pool::reader r(*readers_);
   if (!r) return r.failure();
   connection& c = *r;
+  // rowid is the order conversations were opened in: it orders two whose
+  // last messages share a millisecond.
   statement s(c, "SELECT " + conversation_columns +
                      " FROM conversations WHERE user_id = ? AND archived = 0 "
-                     "ORDER BY last_message_at DESC, created_at DESC, id LIMIT ? OFFSET ?");
+                     "ORDER BY last_message_at DESC, created_at DESC, rowid DESC LIMIT ? OFFSET ?");
   if (!s) return c.io_error("list conversations");
   s.bind(1, user_id);
   s.bind(2, static_cast<std::int64_t>(std::min<std::size_t>(limit, INT64_MAX)));

@@ -247,6 +247,21 @@ TEMPLATE_TEST_CASE("a conversation store maps a user's chat to one thread", "[st
     CHECK(conversations.list_conversations("u1", 10, 2)->empty());
     CHECK(conversations.list_conversations("nobody", 10, 0)->empty());
   }
+  SECTION("of conversations whose last messages share a millisecond, the one opened last is listed first") {
+    auto second = conversations.get_or_create_conversation({"u1", "web_chat", "tab-1"});
+    auto third = conversations.get_or_create_conversation({"u1", "cli", "default"});
+    REQUIRE((second && third));
+    thread a(first->thread_id, 1), b(second->thread_id, 1), c(third->thread_id, 1);
+    commit(threads, c, {said("user", "c")}, 7000, ids);
+    commit(threads, a, {said("user", "a")}, 7000, ids);
+    commit(threads, b, {said("user", "b")}, 7000, ids);
+    auto page = conversations.list_conversations("u1", 10, 0);
+    REQUIRE(page);
+    REQUIRE(page->size() == 3);
+    CHECK((*page)[0].id == third->id);
+    CHECK((*page)[1].id == second->id);
+    CHECK((*page)[2].id == first->id);
+  }
   SECTION("after archiving, the key opens a new conversation; the archived one stays readable") {
     thread t(first->thread_id, 1);
     commit(threads, t, {said("user", "old")}, 1000, ids);
