@@ -61,7 +61,11 @@ class postgres_backend {
  public:
   static constexpr const char* name = "postgres";
 
-  explicit postgres_backend(postgres_options options = {}) {
+  // Unopened: the schema exists, empty, until reopen() (a test builds an
+  // older troupe's database in it first, with sql()).
+  enum class opening { now, later };
+
+  explicit postgres_backend(postgres_options options = {}, opening when = opening::now) {
     const char* server = std::getenv("TROUPE_TEST_POSTGRES");
     if (!server || !*server) return;
     server_ = server;
@@ -70,10 +74,10 @@ class postgres_backend {
     const char separator = server_.find('?') == std::string::npos ? '?' : '&';
     // The schema names the sessions too, so that a test can find its own.
     uri_ = server_ + separator + "options=-csearch_path%3D" + schema_ + "&application_name=" + schema_;
-    store = std::make_shared<postgres_store>(uri_, options);
+    if (when == opening::now) store = std::make_shared<postgres_store>(uri_, options);
   }
   ~postgres_backend() {
-    if (!store) return;
+    if (uri_.empty()) return;
     store.reset();
     try {
       admin("DROP SCHEMA " + schema_ + " CASCADE");
@@ -83,7 +87,7 @@ class postgres_backend {
   postgres_backend(const postgres_backend&) = delete;
   postgres_backend& operator=(const postgres_backend&) = delete;
 
-  bool ready() const { return store != nullptr; }
+  bool ready() const { return !uri_.empty(); }
   std::string why_not() const {
     return "troupe-skip: no PostgreSQL server (TROUPE_TEST_POSTGRES is unset; scripts/with-postgres.sh starts one)";
   }
@@ -99,6 +103,19 @@ class postgres_backend {
   void reopen() {
     store.reset();
     store = std::make_shared<postgres_store>(uri_);
+  }
+
+  // Runs `f` on a connection of its own to this backend's schema.
+  template <class F>
+  void sql(F&& f) const {
+    PGconn* c = PQconnectdb(uri_.c_str());
+    try {
+      f(c);
+    } catch (...) {
+      PQfinish(c);
+      throw;
+    }
+    PQfinish(c);
   }
 
   std::shared_ptr<postgres_store> store;

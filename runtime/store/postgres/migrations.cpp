@@ -2,6 +2,7 @@
 
 #include "runtime/store/postgres/result.hpp"
 
+#include <algorithm>
 #include <iterator>
 #include <stdexcept>
 
@@ -236,7 +237,7 @@ constexpr const char* migration_lock = "SELECT pg_advisory_xact_lock(7423116301)
 
 }  // namespace
 
-void migrate(PGconn* c) {
+void migrate(PGconn* c, int target) {
   auto fail = [&](const std::string& what, const result& r) {
     const std::string message = r.error(c, what).message;
     run(c, "ROLLBACK");
@@ -262,7 +263,7 @@ void migrate(PGconn* c) {
     throw std::runtime_error("the PostgreSQL store has schema version " + std::to_string(version) +
                              ", newer than this troupe's " + std::to_string(schema_version));
   }
-  for (; version < schema_version; ++version) {
+  for (; version < std::min(target, schema_version); ++version) {
     result r(PQexec(c, migrations[version]));  // several statements: the simple query protocol
     if (!r.ok()) fail("migrate to schema version " + std::to_string(version + 1), r);
     result bump = run(c, "INSERT INTO troupe_schema (version) VALUES ($1)", {std::to_string(version + 1)});

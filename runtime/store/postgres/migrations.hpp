@@ -9,9 +9,10 @@ namespace troupe::postgres {
 
 inline constexpr int schema_version = 4;
 
-// Brings the database behind `c` to schema_version. Throws
+// Brings the database behind `c` to schema_version (tests stop at an
+// earlier `target` to build a database as an older troupe left it). Throws
 // std::runtime_error with the server's message when it cannot, or when the
 // database is newer than this troupe; nothing is changed then.
-void migrate(PGconn* c);
+void migrate(PGconn* c, int target = schema_version);
 
 }  // namespace troupe::postgres
