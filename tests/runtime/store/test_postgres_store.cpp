@@ -71,3 +71,89 @@ TEST_CASE("the PostgreSQL store migrates a schema-3 database and keeps its conve
   CHECK((*listed)[0].id == "conv-a");
   CHECK((*listed)[0].title == "again");
 }
+
+// Version 5 writes a batch set by set; version 3's loop (troupe_append_each)
+// wrote it commit by commit. Both must answer and write the same, for every
+// way a commit can end: new thread, next commit, stale, fenced, missing
+// thread, sent from the wrong seq, and a batch naming one thread twice.
+TEST_CASE("a PostgreSQL batch answers and writes what committing one by one does") {
+  postgres_backend backend({}, postgres_backend::opening::later);
+  REQUIRE_BACKEND(backend);
+  backend.sql([](PGconn* c) {
+    postgres::migrate(c);
+    for (const char* setup :
+         {"INSERT INTO threads VALUES ('kept', 2, 2, 1, 1, '{}'), ('stale', 1, 1, 1, 1, '{}'), "
+          "('leased', 1, 1, 1, 1, '{}'), ('taken', 1, 1, 1, 1, '{}'), ('behind', 2, 2, 1, 1, '{}')",
+          "INSERT INTO entries SELECT t, s, t || '-' || s, 1, 'note', '{}', '{}' FROM "
+          "(VALUES ('kept', 0), ('kept', 1), ('stale', 0), ('leased', 0), ('taken', 0), ('behind', 0), ('behind', 1)) "
+          "AS x(t, s)",
+          "INSERT INTO leases VALUES ('leased', 'A', 1, 100), ('taken', 'A', 1, 100)",
+          "INSERT INTO conversations (id, user_id, platform, platform_identifier, thread_id, title, metadata, "
+          "created_at, updated_at, last_message_at, archived) VALUES ('conv', 'u', 'web', 'k', 'kept', '', '{}', 1, 1, "
+          "1, false)"})
+      REQUIRE(postgres::run(c, setup).ok());
+
+    auto entries = [](std::initializer_list<int> seqs) {
+      std::string out = "[";
+      for (int s : seqs)
+        out += std::string(out.size() > 1 ? "," : "") + "{\"seq\":" + std::to_string(s) + ",\"id\":\"new-" +
+               std::to_string(s) + "\",\"at\":7,\"kind\":\"message\",\"payload\":\"{\\\"role\\\":\\\"user\\\"}\"," +
+               "\"refs\":\"{}\"}";
+      return out + "]";
+    };
+    auto commit = [&](const std::string& id, int expected, int size, int first, std::initializer_list<int> seqs,
+                      const std::string& extra = "") {
+      return "{\"id\":\"" + id + "\",\"expected\":" + std::to_string(expected) + ",\"rev\":" + std::to_string(size) +
+             ",\"size\":" + std::to_string(size) +
+             ",\"created\":5,\"updated\":6,\"metadata\":{\"m\":1},\"first\":" + std::to_string(first) +
+             ",\"entries\":" + entries(seqs) + ",\"last_message_at\":null,\"title\":null,\"now\":8" + extra + "}";
+    };
+    const std::string each_way = "[" + commit("fresh", 0, 2, 0, {0, 1}) + "," +
+                                 commit("kept", 2, 3, 2, {2}, ",\"last_message_at\":7,\"title\":\"hello\"") + "," +
+                                 commit("stale", 0, 1, 0, {0}) + "," +
+                                 commit("leased", 1, 2, 1, {1}, ",\"owner\":\"A\",\"epoch\":1,\"lease_until\":500") +
+                                 "," +
+                                 commit("taken", 1, 2, 1, {1}, ",\"owner\":\"B\",\"epoch\":1,\"lease_until\":500") +
+                                 "," + commit("ghost", 3, 4, 3, {3}) + "," + commit("behind", 2, 3, 1, {1, 2}) + "]";
+    const std::string twice = "[" + commit("kept", 2, 3, 2, {2}) + "," + commit("kept", 3, 4, 3, {3}) + "]";
+
+    // A batch's answers and everything the store holds after it, rolled back.
+    auto outcome = [&](const std::string& function, const std::string& batch) {
+      REQUIRE(postgres::run(c, "BEGIN").ok());
+      std::string seen;
+      for (const std::string& q :
+           {"SELECT ord || ' ' || status || ' ' || stored_rev || ' ' || stored_size || ' ' || holder FROM " + function +
+                "($1::json) ORDER BY ord",
+            std::string("SELECT concat_ws(' ', id, rev, size, created_at, updated_at, metadata::text) FROM threads "
+                        "ORDER BY id"),
+            std::string("SELECT concat_ws(' ', thread_id, seq, id, at, kind, payload::text, refs::text) FROM entries "
+                        "ORDER BY thread_id, seq"),
+            std::string("SELECT concat_ws(' ', thread_id, owner, epoch, expires_at) FROM leases ORDER BY thread_id"),
+            std::string("SELECT concat_ws(' ', id, title, updated_at, last_message_at) FROM conversations")}) {
+        const bool takes_batch = q.find("$1") != std::string::npos;
+        postgres::result r = takes_batch ? postgres::run(c, q.c_str(), {batch}) : postgres::run(c, q.c_str());
+        INFO(q << ": " << PQerrorMessage(c));
+        REQUIRE(r.ok());
+        for (int i = 0; i < r.rows(); ++i) seen += r.text(i, 0) + "\n";
+        seen += "--\n";
+      }
+      REQUIRE(postgres::run(c, "ROLLBACK").ok());
+      return seen;
+    };
+
+    SECTION("every way a commit can end, one of each in one batch") {
+      const std::string by_set = outcome("troupe_append_batch", each_way);
+      CHECK(by_set == outcome("troupe_append_each", each_way));
+      CHECK_THAT(by_set, Catch::Contains("0 ok 2 2 \n1 ok 3 3 \n2 conflict 1 1 \n3 ok 2 2 \n4 fenced 1 0 A\n"
+                                         "5 conflict 0 0 \n6 resend 2 2 \n"));
+      CHECK_THAT(by_set, Catch::Contains("leased A 1 500"));   // renewed by its commit
+      CHECK_THAT(by_set, Catch::Contains("conv hello 8 7"));   // the conversation touched
+      CHECK_THAT(by_set, Catch::Contains("fresh 1 new-1 7"));  // a new thread's entries
+    }
+    SECTION("a batch naming one thread twice") {
+      const std::string by_set = outcome("troupe_append_batch", twice);
+      CHECK(by_set == outcome("troupe_append_each", twice));
+      CHECK_THAT(by_set, Catch::Contains("0 ok 3 3 \n1 ok 4 4 \n"));
+    }
+  });
+}
