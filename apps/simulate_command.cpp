@@ -93,6 +93,7 @@ int run_simulate(simulation_options options, const model_options& model, const s
                             {"input_tokens", r.input_tokens},
                             {"output_tokens", r.output_tokens},
                             {"calls_without_usage", r.calls_without_usage}};
+    if (r.heap_bytes_per_agent) out["heap_bytes_per_agent"] = *r.heap_bytes_per_agent;
     if (r.store_batching) {
       out["store_commits"] = r.store_batching->commits;
       out["store_transactions"] = r.store_batching->transactions;

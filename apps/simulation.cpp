@@ -4,6 +4,7 @@
 #include "runtime/random_ids.hpp"
 #include "runtime/tools/builtin_tools.hpp"
 
+#include <dlfcn.h>
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -248,6 +249,23 @@ class driver {
 std::size_t current_rss_bytes() { return proc_status_kb("VmRSS") * 1024; }
 std::size_t peak_rss_bytes() { return proc_status_kb("VmHWM") * 1024; }
 
+std::optional<heap_usage> current_heap_usage() {
+  // Looked up at run time: the library does not choose the allocator (the
+  // embedding program does), so it cannot link against jemalloc's API.
+  using mallctl_fn = int (*)(const char*, void*, std::size_t*, void*, std::size_t);
+  static const auto mallctl = reinterpret_cast<mallctl_fn>(dlsym(RTLD_DEFAULT, "mallctl"));
+  if (!mallctl) return std::nullopt;
+  std::uint64_t epoch = 1;  // jemalloc's statistics are a snapshot, refreshed by a new epoch
+  std::size_t epoch_size = sizeof epoch;
+  if (mallctl("epoch", &epoch, &epoch_size, &epoch, epoch_size) != 0) return std::nullopt;
+  heap_usage out;
+  for (auto [name, into] : {std::pair{"stats.allocated", &out.allocated}, std::pair{"stats.active", &out.active}}) {
+    std::size_t size = sizeof *into;
+    if (mallctl(name, into, &size, nullptr, 0) != 0) return std::nullopt;
+  }
+  return out;
+}
+
 simulation_report run_simulation(const simulation_options& options, simulation_progress& progress,
                                  const std::function<void()>& on_tick) {
   const bool scripted = !options.provider;
@@ -282,6 +300,7 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
   }
 
   const std::size_t rss_before = current_rss_bytes();
+  const std::optional<heap_usage> heap_before = current_heap_usage();
   const auto spawn_started = clk::now();
   std::vector<agent> agents;
   agents.reserve(options.agents);
@@ -327,6 +346,13 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
   const std::size_t rss_after = current_rss_bytes();
   report.rss_bytes_after = rss_after;
   report.rss_bytes_per_agent = options.agents && rss_after > rss_before ? (rss_after - rss_before) / options.agents : 0;
+  if (const std::optional<heap_usage> heap_after = current_heap_usage(); heap_after && heap_before) {
+    report.heap_bytes_after = heap_after->allocated;
+    report.heap_active_bytes_after = heap_after->active;
+    report.heap_bytes_per_agent = options.agents && heap_after->allocated > heap_before->allocated
+                                      ? (heap_after->allocated - heap_before->allocated) / options.agents
+                                      : 0;
+  }
   report.llm_calls = model_time->calls();
   report.tool_calls = model_time->tool_calls();
   report.turn_latency = summarize(d.turn_ms);

@@ -75,8 +75,14 @@ struct simulation_report {
   std::size_t peak_rss_bytes = 0;
   std::size_t rss_bytes_per_agent = 0;  // resident memory grown per agent, spawn to end
   std::size_t rss_bytes_after = 0;      // resident memory when the turns ended, agents still up
-  double spawn_seconds = 0;             // starting every agent
-  double teardown_seconds = 0;          // stopping them and the runtime
+  // The allocator's own count at the same moment, when it can give one
+  // (jemalloc: troupe's executables link it). RSS also holds pages the
+  // allocator keeps after the run's transient allocations were freed.
+  std::optional<std::size_t> heap_bytes_per_agent;     // bytes in live allocations grown per agent
+  std::optional<std::size_t> heap_bytes_after;         // bytes in live allocations
+  std::optional<std::size_t> heap_active_bytes_after;  // bytes of the pages that hold them
+  double spawn_seconds = 0;                            // starting every agent
+  double teardown_seconds = 0;                         // stopping them and the runtime
   std::size_t llm_calls = 0;
   std::size_t tool_calls = 0;
   latency_summary turn_latency;  // ask to reply
@@ -100,5 +106,13 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
 // Resident memory of this process now, and at its peak (from /proc).
 std::size_t current_rss_bytes();
 std::size_t peak_rss_bytes();
+
+// What the allocator holds now: bytes in live allocations, and bytes of the
+// pages they occupy. Only jemalloc tells; nullopt under any other allocator.
+struct heap_usage {
+  std::size_t allocated = 0;
+  std::size_t active = 0;
+};
+std::optional<heap_usage> current_heap_usage();
 
 }  // namespace troupe
