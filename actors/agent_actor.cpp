@@ -220,7 +220,7 @@ class agent_logic {
       return;
     }
     if (auto queued = slot.asks.remove(request_id)) {
-      st_.thread_of.erase(where);
+      forget_request(where);
       queued->from.answer.deliver(refused(request_id, error_type::cancelled, reason));
     }
   }
@@ -314,6 +314,13 @@ class agent_logic {
   }
 
  private:
+  // A request that ran or waited here is done with.
+  template <class Key>
+  void forget_request(const Key& request) {
+    st_.thread_of.erase(request);
+    release_if_empty(st_.thread_of);
+  }
+
   void start(thread_slot& slot, query q, asker from) {
     slot.asks.begin(q.request_id);
     slot.running = std::move(from);
@@ -414,7 +421,7 @@ class agent_logic {
     slot.held.clear();
     if (slot.running) {
       const std::string id = slot.asks.running();
-      st_.thread_of.erase(id);
+      forget_request(id);
       slot.running->answer.deliver(refused(id, type, message));
       slot.running.reset();
     }
@@ -424,7 +431,7 @@ class agent_logic {
   // Answers every ask still waiting in the thread's queue with an error.
   void fail_queued_asks(thread_slot& slot, const char* type, const std::string& message) {
     for (auto& waiting : slot.asks.drain()) {
-      st_.thread_of.erase(waiting.q.request_id);
+      forget_request(waiting.q.request_id);
       waiting.from.answer.deliver(refused(waiting.q.request_id, type, message));
     }
   }
@@ -784,7 +791,7 @@ class agent_logic {
         if (slot.trace && slot.trace->record) describe_request_span(e, *slot.trace, r);
         return e;
       });
-      st_.thread_of.erase(r.request_id);
+      forget_request(r.request_id);
       slot.running->answer.deliver(std::move(r));
       slot.running.reset();
     }

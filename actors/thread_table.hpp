@@ -6,6 +6,7 @@
 // next ask loads it again. No actors here; `Slot` is the agent's per-thread
 // record and says when it is idle.
 
+#include "actors/release_if_empty.hpp"
 #include "runtime/store/thread_lease.hpp"
 #include "runtime/store/thread_store.hpp"
 #include "strategy/react_thread.hpp"
@@ -45,6 +46,10 @@ class thread_table {
 
   Slot& insert(const std::string& thread_id, Slot slot, std::int64_t now_ms) {
     auto [it, _] = slots_.emplace(thread_id, entry{std::move(slot), lru_.end(), now_ms});
+    // libstdc++ gives a first insert 13 buckets; most agents (a
+    // simulation's) hold one thread, which needs two. Later inserts grow
+    // the table as usual.
+    if (slots_.size() == 1) slots_.rehash(0);
     lru_.push_back(&it->first);
     it->second.at = std::prev(lru_.end());
     return it->second.slot;
@@ -79,6 +84,7 @@ class thread_table {
       at = lru_.erase(at);
       slots_.erase(it);
     }
+    release_if_empty(slots_);
   }
 
   // Forgets a thread at once, busy or not (one that could not be loaded).
@@ -87,6 +93,7 @@ class thread_table {
     if (it == slots_.end()) return;
     lru_.erase(it->second.at);
     slots_.erase(it);
+    release_if_empty(slots_);
   }
 
   template <class F>

@@ -2,6 +2,7 @@
 // The tool calls of one model turn: at most `limit` run at once, the rest
 // wait in call order. Pure: the agent hands out what ready() returns.
 
+#include "actors/release_if_empty.hpp"
 #include "directives/tool_exec.hpp"
 
 #include <algorithm>
@@ -25,6 +26,7 @@ class tool_parallelism {
       ++taken;
     }
     waiting_.erase(waiting_.begin(), waiting_.begin() + static_cast<std::ptrdiff_t>(taken));
+    release_if_empty(waiting_);
     return out;
   }
 
@@ -33,6 +35,7 @@ class tool_parallelism {
     auto it = std::find(running_.begin(), running_.end(), tool_call_id);
     if (it == running_.end()) return false;
     running_.erase(it);
+    release_if_empty(running_);
     return true;
   }
 
@@ -40,6 +43,8 @@ class tool_parallelism {
   void clear() {
     waiting_.clear();
     running_.clear();
+    release_if_empty(waiting_);
+    release_if_empty(running_);
   }
 
  private:
