@@ -37,13 +37,16 @@ int main(int argc, char** argv) {
   bool sim_json = false;
   CLI::App* simulate = app.add_subcommand(
       "simulate",
-      "Run N agents for M turns each, all at once, through the normal agent loop: against a model server "
+      "Run N agents for M turns each, at most --concurrency turns at a time, through the normal agent loop: against a "
+      "model server "
       "(the model options of ask), or by default a scripted model that calls --tools-per-turn tools each turn.");
   add_model_options(*simulate, sim_model, false);
   simulate->add_option("--question", sim.question, "Each turn's question; {agent} and {turn} are replaced")
       ->capture_default_str();
-  simulate->add_option("--concurrency", sim.concurrency,
-                       "Turns in flight at once across all agents (default: one per agent)");
+  simulate
+      ->add_option("--concurrency", sim.concurrency,
+                   "Turns in flight at once across all agents (0: every agent at once)")
+      ->capture_default_str();
   simulate->add_option("--agents", sim.agents, "How many agents")->required()->check(CLI::PositiveNumber);
   simulate->add_option("--turns", sim.turns, "Turns per agent")->required()->check(CLI::NonNegativeNumber);
   simulate->add_option("--tools-per-turn", sim.tools_per_turn, "Tool calls the scripted model makes per turn")

@@ -11,7 +11,10 @@
 // zero-latency scripted model, one tool call per turn), whose own
 // bookkeeping per agent (a handle, a turn counter, a latency sample) is
 // counted in too. Under jemalloc it also splits the figure into what live
-// objects hold and the pages around them. Repeats and prints medians.
+// objects hold and the pages around them. Measured twice: with simulate's
+// default bound on the turns in flight, and with every agent's turn at once
+// (whose transient allocations leave freed pages behind in the RSS).
+// Repeats and prints medians.
 //
 //   build/bench/agent_memory_bench [--small 1000] [--large 100000] [--repeat 3]
 
@@ -31,10 +34,11 @@ namespace {
 // RSS after the turns (agents still up), spawn seconds, teardown seconds,
 // failed turns, and the allocator's bytes in live allocations and in the
 // pages holding them at the same moment (-1 when it cannot tell).
-std::vector<double> one_turn_run(std::size_t agents) {
+std::vector<double> one_turn_run(std::size_t agents, std::size_t concurrency) {
   simulation_progress progress;
   simulation_options o;
   o.agents = agents;
+  o.concurrency = concurrency;
   o.turns = 1;
   o.tools_per_turn = 1;
   const simulation_report r = run_simulation(o, progress);
@@ -47,17 +51,13 @@ std::vector<double> one_turn_run(std::size_t agents) {
           or_none(r.heap_active_bytes_after)};
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const std::size_t small = flag(argc, argv, "--small", 1'000);
-  const std::size_t large = flag(argc, argv, "--large", 100'000);
-  const std::size_t repeat = flag(argc, argv, "--repeat", 3);
-
+// Both figures, from runs of `small` and `large` agents with at most
+// `concurrency` turns in flight (0: every agent at once), repeated.
+void measure(std::size_t small, std::size_t large, std::size_t repeat, std::size_t concurrency) {
   std::vector<double> per_agent, heap_per_agent, active_per_agent, spawn, teardown;
   for (std::size_t i = 0; i < repeat; ++i) {
-    const auto a = in_child([&] { return one_turn_run(small); });
-    const auto b = in_child([&] { return one_turn_run(large); });
+    const auto a = in_child([&] { return one_turn_run(small, concurrency); });
+    const auto b = in_child([&] { return one_turn_run(large, concurrency); });
     if (a.at(3) != 0 || b.at(3) != 0) std::fprintf(stderr, "warning: %g turns failed\n", a.at(3) + b.at(3));
     const double between = static_cast<double>(large - small);
     per_agent.push_back((b.at(0) - a.at(0)) / between);
@@ -68,7 +68,10 @@ int main(int argc, char** argv) {
     spawn.push_back(b.at(1));
     teardown.push_back(b.at(2));
   }
-  std::printf("medians of %zu runs\n\n", repeat);
+  if (concurrency)
+    std::printf("at most %zu turns in flight (troupe simulate's default), medians of %zu runs\n", concurrency, repeat);
+  else
+    std::printf("every agent's turn at once (--concurrency 0), medians of %zu runs\n", repeat);
   std::printf("memory per agent after one turn with one tool call (RSS growth from %zu to %zu agents): %.0f bytes\n",
               small, large, median(per_agent));
   if (!heap_per_agent.empty()) {
@@ -81,6 +84,16 @@ int main(int argc, char** argv) {
     std::printf("  of which in the pages holding them (stats.active): %.0f bytes\n", median(active_per_agent));
   }
   std::printf("spawning %zu agents: %.2f s\n", large, median(spawn));
-  std::printf("shutting them down: %.2f s\n", median(teardown));
+  std::printf("shutting them down: %.2f s\n\n", median(teardown));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::size_t small = flag(argc, argv, "--small", 1'000);
+  const std::size_t large = flag(argc, argv, "--large", 100'000);
+  const std::size_t repeat = flag(argc, argv, "--repeat", 3);
+  measure(small, large, repeat, simulation_options{}.concurrency);
+  measure(small, large, repeat, 0);
   return 0;
 }

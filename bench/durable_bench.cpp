@@ -86,6 +86,7 @@ std::vector<double> simulate(std::shared_ptr<thread_store> store, std::size_t ag
   o.agents = agents;
   o.turns = turns;
   o.tools_per_turn = 1;
+  o.concurrency = 0;  // every agent at once: the load issue 13's goals name
   o.store = std::move(store);
   simulation_progress progress;
   const double cpu_before = process_cpu_seconds();

@@ -114,6 +114,7 @@ std::vector<double> runtime_turn_rate(std::size_t agents, std::size_t turns) {
   o.agents = agents;
   o.turns = turns;
   o.tools_per_turn = 1;
+  o.concurrency = 0;  // every agent at once, as the raw baseline's pairs all run at once
   const simulation_report r = run_simulation(o, progress);
   return {r.turns_per_second, static_cast<double>(r.turns_failed)};
 }
