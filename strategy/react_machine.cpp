@@ -31,9 +31,9 @@ class stepper {
  private:
   void on(const query& q) {
     if (state_.busy()) {
-      directives_.push_back(request_error{
-          q.request_id, error_type::busy,
-          "the thread is busy with request " + state_.request_id + " (" + std::string(to_string(state_.status)) + ")"});
+      directives_.push_back(request_error{q.request_id, error_type::busy,
+                                          "the thread is busy with request " + state_.request_id.str() + " (" +
+                                              std::string(to_string(state_.status)) + ")"});
       return;
     }
     if (q.request_id.empty() ||

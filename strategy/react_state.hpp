@@ -11,6 +11,7 @@
 #include "signals/tool_result.hpp"
 #include "strategy/projection.hpp"
 #include "strategy/shared_value.hpp"
+#include "strategy/small_string.hpp"
 
 #include <boost/json/value.hpp>
 
@@ -52,11 +53,11 @@ struct react_state {
   react_status status = react_status::idle;
 
   // The current (or last) request.
-  std::string request_id;
+  small_string request_id;
   shared_value<query_overrides> overrides;
   std::int64_t request_started_at = 0;
   int iteration = 0;
-  std::string call_id;        // the model call in flight, or the last one
+  small_string call_id;       // the model call in flight, or the last one
   std::string streamed_text;  // deltas of the current call, not committed
   std::string streamed_thinking;
   std::vector<pending_tool_call> tool_calls;  // of the current iteration, in call order
@@ -68,7 +69,7 @@ struct react_state {
   // The agent's own changes to its context policy (below a request's).
   shared_value<context_overrides> context;
   // A summary being written (its model call), and the seq it will cover up to.
-  std::string summary_call_id;
+  small_string summary_call_id;
   std::uint64_t summary_to_seq = 0;
 
   derived_cache<unit_cache> projection;  // the units of the last model call's context

@@ -27,11 +27,11 @@ json::value to_json(const react_state& s) {
     calls.push_back(std::move(o));
   }
   json::object o{{"status", to_string(s.status)},
-                 {"request_id", s.request_id},
+                 {"request_id", s.request_id.view()},
                  {"overrides", to_json(*s.overrides)},
                  {"request_started_at", s.request_started_at},
                  {"iteration", s.iteration},
-                 {"call_id", s.call_id},
+                 {"call_id", s.call_id.view()},
                  {"streamed_text", s.streamed_text},
                  {"streamed_thinking", s.streamed_thinking},
                  {"tool_calls", std::move(calls)},
@@ -40,7 +40,7 @@ json::value to_json(const react_state& s) {
   if (s.error) o["error"] = to_json(*s.error);
   if (!s.context->empty()) o["context"] = to_json(*s.context);
   if (!s.summary_call_id.empty()) {
-    o["summary_call_id"] = s.summary_call_id;
+    o["summary_call_id"] = s.summary_call_id.view();
     o["summary_to_seq"] = s.summary_to_seq;
   }
   return o;

@@ -51,6 +51,10 @@ class small_string {
     return n;
   }
   bool empty() const noexcept { return size() == 0; }
+  void clear() noexcept {
+    release();
+    std::memset(bytes_, 0, sizeof bytes_);
+  }
   const char* data() const noexcept {
     if (!on_heap()) return reinterpret_cast<const char*>(bytes_);
     const char* p;

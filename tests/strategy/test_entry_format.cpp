@@ -138,4 +138,9 @@ TEST_CASE("small strings hold short text in place and long text exactly") {
   CHECK(copy == std::string(100, 'x'));
   CHECK(moved == in_place);
   CHECK(small_string("a") < small_string("b"));
+  copy.clear();   // from the heap
+  moved.clear();  // in place
+  CHECK(copy.empty());
+  CHECK(moved.empty());
+  CHECK(copy == "");
 }
