@@ -25,6 +25,12 @@ class timed_store final : public thread_store {
   void append_queued(thread_view t, std::uint64_t expected_rev, const thread_lease* fence, append_done done) override;
   stored<thread_lease> acquire_lease(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
                                      std::chrono::milliseconds ttl) override;
+  // Lease takes are not timed, but must queue as the inner store's do.
+  bool queues_lease_takes() const override { return inner_->queues_lease_takes(); }
+  void acquire_lease_queued(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
+                            std::chrono::milliseconds ttl, lease_done done) override {
+    inner_->acquire_lease_queued(thread_id, owner, now_ms, ttl, std::move(done));
+  }
   void release_lease(const std::string& thread_id, const thread_lease& held) override;
   std::vector<std::string> list() override { return inner_->list(); }
   bool remove(const std::string& thread_id) override { return inner_->remove(thread_id); }

@@ -192,4 +192,13 @@ TEST_CASE("a timed store times every commit and passes everything on", "[serve][
     CHECK_FALSE(inner->load("t1").has_value());
     CHECK(commits.size() == 1);
   }
+  SECTION("lease takes queue as the wrapped store's do, and reach it") {
+    CHECK(store.queues_lease_takes() == inner->queues_lease_takes());
+    std::optional<stored<thread_lease>> taken;
+    store.acquire_lease_queued("t1", "A", 1'000, std::chrono::seconds(5), [&](stored<thread_lease> r) { taken = r; });
+    REQUIRE(taken);
+    REQUIRE(taken->has_value());
+    CHECK((*taken)->owner == "A");
+    CHECK(commits.empty());
+  }
 }

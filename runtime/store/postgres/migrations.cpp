@@ -240,7 +240,8 @@ constexpr const char* migrations[] = {
     // and lease expiries of the commits that go in. The answers are
     // troupe_append's, commit for commit. A batch naming one thread twice
     // (its second commit must see the first) is written by the loop, kept
-    // as troupe_append_each.
+    // as troupe_append_each. Lease takes at load are batched the same way
+    // (troupe_take_leases), instead of a call each.
     R"(
   CREATE TYPE troupe_commit AS (
     ord integer, id text, expected bigint, rev bigint, size bigint, created bigint, updated bigint, metadata json,
@@ -332,6 +333,61 @@ constexpr const char* migrations[] = {
       WHERE l.thread_id = c.id AND ok[c.ord + 1] AND c.owner IS NOT NULL AND l.expires_at < c.lease_until;
 
     RETURN QUERY SELECT * FROM unnest(a_ord, a_status, a_rev, a_size, a_holder);
+  END
+  $$;
+
+  -- Lease takes at load, batched the same way: troupe_take_lease's rule for
+  -- each, the rows locked in id order; a batch naming one thread twice is
+  -- taken one by one.
+  CREATE FUNCTION troupe_take_leases(p_takes json)
+  RETURNS TABLE (ord integer, status text, holder text, held_epoch bigint, held_until bigint)
+  LANGUAGE plpgsql AS $$
+  DECLARE
+    ids text[];
+    owners text[];
+    nows bigint[];
+    untils bigint[];
+    a_status text[];
+    a_holder text[];
+    a_epoch bigint[];
+    a_until bigint[];
+  BEGIN
+    SELECT array_agg(x.id ORDER BY x.n), array_agg(x.owner ORDER BY x.n), array_agg(x.now ORDER BY x.n),
+           array_agg(x.until ORDER BY x.n)
+      INTO ids, owners, nows, untils
+      FROM ROWS FROM (json_to_recordset(p_takes) AS (id text, owner text, now bigint, until bigint))
+        WITH ORDINALITY AS x(id, owner, now, until, n);
+    IF cardinality(ids) IS NULL THEN
+      RETURN;
+    END IF;
+    IF (SELECT count(DISTINCT i) FROM unnest(ids) i) <> cardinality(ids) THEN
+      FOR k IN 1 .. cardinality(ids) LOOP
+        RETURN QUERY SELECT k - 1, t.* FROM troupe_take_lease(ids[k], owners[k], nows[k], untils[k]) t;
+      END LOOP;
+      RETURN;
+    END IF;
+
+    INSERT INTO leases (thread_id, owner, epoch, expires_at)
+      SELECT i, '', 0, 0 FROM unnest(ids) i ORDER BY i
+      ON CONFLICT (thread_id) DO NOTHING;
+    PERFORM 1 FROM leases l WHERE l.thread_id = ANY(ids) ORDER BY l.thread_id FOR UPDATE;
+    SELECT array_agg(CASE WHEN d.owned THEN 'owned' ELSE 'taken' END ORDER BY d.k),
+           array_agg(CASE WHEN d.owned THEN d.cur_owner ELSE d.owner END ORDER BY d.k),
+           array_agg(CASE WHEN d.owned THEN d.cur_epoch ELSE d.cur_epoch + 1 END ORDER BY d.k),
+           array_agg(CASE WHEN d.owned THEN d.cur_until ELSE d.until END ORDER BY d.k)
+      INTO a_status, a_holder, a_epoch, a_until
+      FROM (
+        SELECT c.k, c.owner, c.until, l.owner AS cur_owner, l.epoch AS cur_epoch, l.expires_at AS cur_until,
+               l.epoch > 0 AND l.owner <> c.owner AND l.expires_at > c.now AS owned
+        FROM unnest(ids, owners, nows, untils) WITH ORDINALITY AS c(id, owner, now, until, k)
+        JOIN leases l ON l.thread_id = c.id
+      ) d;
+    UPDATE leases l SET owner = c.owner, epoch = l.epoch + 1, expires_at = c.until
+      FROM unnest(ids, owners, untils, a_status) AS c(id, owner, until, took)
+      WHERE l.thread_id = c.id AND c.took = 'taken';
+
+    RETURN QUERY SELECT (x.k - 1)::integer, x.s, x.h, x.e, x.u
+      FROM unnest(a_status, a_holder, a_epoch, a_until) WITH ORDINALITY AS x(s, h, e, u, k);
   END
   $$;
 )",

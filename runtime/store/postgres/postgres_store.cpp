@@ -1,6 +1,6 @@
 #include "runtime/store/postgres/postgres_store.hpp"
 
-#include "runtime/store/postgres/append_queue.hpp"
+#include "runtime/store/postgres/batch_queue.hpp"
 #include "runtime/store/postgres/connection_pool.hpp"
 #include "runtime/store/postgres/migrations.hpp"
 
@@ -21,11 +21,17 @@ postgres_store::postgres_store(const std::string& conninfo, options o)
   if (!l) throw std::runtime_error("cannot connect to PostgreSQL: " + l.failure().message);
   postgres::migrate(l.get());
   queue_ = std::make_unique<postgres::append_queue>(
-      [this](std::vector<postgres::queued_append>& batch) { return append_batch(batch); }, o.max_batch,
+      [this](std::vector<postgres::queued_append>& batch) { return append_batch(batch); }, "commit", o.max_batch,
       std::chrono::seconds(30), o.append_writers);
+  leases_ = std::make_unique<postgres::lease_queue>(
+      [this](std::vector<postgres::queued_take>& batch) { return take_lease_batch(batch); }, "lease take", o.max_batch,
+      std::chrono::seconds(30));
 }
 
-void postgres_store::set_queue_deadline(std::chrono::milliseconds deadline) { queue_->set_max_wait(deadline); }
+void postgres_store::set_queue_deadline(std::chrono::milliseconds deadline) {
+  queue_->set_max_wait(deadline);
+  leases_->set_max_wait(deadline);
+}
 
 std::optional<commit_batching> postgres_store::batching() const { return queue_->stats(); }
 

@@ -29,8 +29,10 @@ namespace troupe {
 
 namespace postgres {
 class connection_pool;
-class append_queue;
+template <class Item>
+class batch_queue;
 struct queued_append;
+struct queued_take;
 }  // namespace postgres
 
 struct postgres_options {
@@ -41,9 +43,11 @@ struct postgres_options {
   // "timeout" store error). A conninfo that sets connect_timeout wins.
   std::chrono::seconds connect_timeout{10};
   std::chrono::milliseconds statement_timeout{30'000};
-  // Commits from agents (append_queued) sent in one call at most.
+  // Commits from agents (append_queued), and lease takes at load
+  // (acquire_lease_queued), sent in one call at most.
   std::size_t max_batch = 1000;
-  // Batches written at once, each on a connection of the pool (append_queue).
+  // Batches of commits written at once, each on a connection of the pool
+  // (batch_queue.hpp); lease takes go one batch at a time.
   std::size_t append_writers = 4;
 };
 
@@ -67,6 +71,10 @@ class postgres_store final : public thread_store, public conversation_store {
   void set_queue_deadline(std::chrono::milliseconds deadline) override;
   stored<thread_lease> acquire_lease(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
                                      std::chrono::milliseconds ttl) override;
+  // Lease takes from agents' loads queue for one call per batch too.
+  bool queues_lease_takes() const override { return true; }
+  void acquire_lease_queued(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
+                            std::chrono::milliseconds ttl, lease_done done) override;
   void release_lease(const std::string& thread_id, const thread_lease& held) override;
   std::vector<std::string> list() override;
   bool remove(const std::string& thread_id) override;
@@ -90,9 +98,13 @@ class postgres_store final : public thread_store, public conversation_store {
   stored<std::uint64_t> append_as(const thread_view& t, std::uint64_t expected_rev, const thread_lease* fence);
   // Writes a batch of queued commits in one call; returns its transactions.
   std::size_t append_batch(std::vector<postgres::queued_append>& batch);
+  // Takes a batch of queued leases in one call; returns its transactions.
+  std::size_t take_lease_batch(std::vector<postgres::queued_take>& batch);
 
   std::unique_ptr<postgres::connection_pool> pool_;
-  std::unique_ptr<postgres::append_queue> queue_;  // made after pool_, gone before it
+  // Made after pool_, gone before it.
+  std::unique_ptr<postgres::batch_queue<postgres::queued_append>> queue_;
+  std::unique_ptr<postgres::batch_queue<postgres::queued_take>> leases_;
 
   std::mutex ids_mutex_;
   random_ids ids_;

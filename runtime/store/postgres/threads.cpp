@@ -3,7 +3,7 @@
 #include "runtime/store/postgres/postgres_store.hpp"
 
 #include "runtime/clock.hpp"
-#include "runtime/store/postgres/append_queue.hpp"
+#include "runtime/store/postgres/batch_queue.hpp"
 #include "runtime/store/postgres/connection_pool.hpp"
 #include "runtime/store/postgres/rows.hpp"
 #include "signals/json_text.hpp"
@@ -162,11 +162,29 @@ void append_commit_json(std::string& out, const postgres::queued_append& a, std:
   out += "}";
 }
 
-// Answers a queued commit once.
-void answer(postgres::queued_append& a, stored<std::uint64_t> outcome) {
-  append_done done = std::move(a.done);
+// Answers a queued commit or lease take once.
+template <class Item, class Outcome>
+void answer(Item& a, Outcome outcome) {
+  auto done = std::move(a.done);
   a.done = nullptr;
   if (done) done(std::move(outcome));
+}
+
+// One call of `sql` whose argument is the batch as a JSON array, each item
+// written by `write`, on a pooled connection given back before this returns
+// (so before a one-by-one fallback takes its own); a null result when no
+// connection could be had.
+template <class Item, class Write>
+result run_batch(postgres::connection_pool& pool, const char* sql, const std::vector<Item>& batch, Write write) {
+  std::string items = "[";
+  for (const Item& a : batch) {
+    if (items.size() > 1) items += ',';
+    write(items, a);
+  }
+  items += ']';
+  lease l(pool);
+  if (!l) return result(nullptr);
+  return run(l.get(), sql, {items});
 }
 
 }  // namespace
@@ -191,19 +209,10 @@ std::size_t postgres_store::append_batch(std::vector<postgres::queued_append>& b
   for (auto& a : batch) all.push_back(&a);
   if (batch.size() == 1) return one_by_one(all);
 
-  std::string commits = "[";
   const std::int64_t now = wall_clock_ms();
-  for (const auto& a : batch) {
-    if (commits.size() > 1) commits += ',';
-    append_commit_json(commits, a, now);
-  }
-  commits += ']';
-  const result r = [&] {
-    lease l(*pool_);  // given back before any one-by-one commit takes its own
-    if (!l) return result(nullptr);
-    return run(l.get(), "SELECT ord, status, stored_rev, stored_size, holder FROM troupe_append_batch($1::json)",
-               {commits});
-  }();
+  const result r =
+      run_batch(*pool_, "SELECT ord, status, stored_rev, stored_size, holder FROM troupe_append_batch($1::json)", batch,
+                [now](std::string& out, const postgres::queued_append& a) { append_commit_json(out, a, now); });
   if (!r.ok() || r.rows() != static_cast<int>(batch.size())) return one_by_one(all);
   std::vector<postgres::queued_append*> resend;
   for (int i = 0; i < r.rows(); ++i) {
@@ -242,6 +251,22 @@ bool postgres_store::remove(const std::string& thread_id) {
   return r.ok() && r.affected() != "0";
 }
 
+namespace {
+
+// A lease take's answer from troupe_take_lease(s)' row `row` (status, holder,
+// held_epoch, held_until from column `col` on): the lease, or lease_taken's
+// error naming the live holder.
+stored<thread_lease> lease_answer(const result& r, int row, int col, const std::string& thread_id,
+                                  const std::string& owner, std::int64_t now_ms, std::chrono::milliseconds ttl) {
+  const thread_lease held{r.text(row, col + 1), static_cast<std::uint64_t>(r.int64(row, col + 2)),
+                          r.int64(row, col + 3)};
+  if (r.text(row, col) != "owned") return held;
+  if (auto refused = lease_taken(held, thread_id, owner, now_ms, ttl); !refused) return refused.error();
+  return store_error{"internal", "troupe_take_lease refused " + thread_id + " against the rules of lease_taken"};
+}
+
+}  // namespace
+
 stored<thread_lease> postgres_store::acquire_lease(const std::string& thread_id, const std::string& owner,
                                                    std::int64_t now_ms, std::chrono::milliseconds ttl) {
   lease l(*pool_);
@@ -252,10 +277,34 @@ stored<thread_lease> postgres_store::acquire_lease(const std::string& thread_id,
   result r = run(c, "SELECT status, holder, held_epoch, held_until FROM troupe_take_lease($1, $2, $3, $4)",
                  {thread_id, owner, std::to_string(now_ms), std::to_string(now_ms + ttl.count())});
   if (!r.ok()) return r.error(c, "lease " + thread_id);
-  const thread_lease held{r.text(0, 1), static_cast<std::uint64_t>(r.int64(0, 2)), r.int64(0, 3)};
-  if (r.text(0, 0) != "owned") return held;
-  if (auto refused = lease_taken(held, thread_id, owner, now_ms, ttl); !refused) return refused.error();
-  return store_error{"internal", "troupe_take_lease refused " + thread_id + " against the rules of lease_taken"};
+  return lease_answer(r, 0, 0, thread_id, owner, now_ms, ttl);
+}
+
+void postgres_store::acquire_lease_queued(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
+                                          std::chrono::milliseconds ttl, lease_done done) {
+  leases_->submit(postgres::queued_take{thread_id, owner, now_ms, ttl, std::move(done), {}});
+}
+
+std::size_t postgres_store::take_lease_batch(std::vector<postgres::queued_take>& batch) {
+  // Each on its own, as acquire_lease() takes it: for a batch of one, and
+  // when the batch's call failed as a whole (it took nothing then).
+  auto one_by_one = [&] {
+    for (postgres::queued_take& a : batch) answer(a, acquire_lease(a.thread_id, a.owner, a.now_ms, a.ttl));
+    return batch.size();
+  };
+  if (batch.size() == 1) return one_by_one();
+  const result r = run_batch(
+      *pool_, "SELECT ord, status, holder, held_epoch, held_until FROM troupe_take_leases($1::json)", batch,
+      [](std::string& out, const postgres::queued_take& a) {
+        out += "{\"id\":" + json_text(json::string(a.thread_id)) + ",\"owner\":" + json_text(json::string(a.owner)) +
+               ",\"now\":" + std::to_string(a.now_ms) + ",\"until\":" + std::to_string(a.now_ms + a.ttl.count()) + "}";
+      });
+  if (!r.ok() || r.rows() != static_cast<int>(batch.size())) return one_by_one();
+  for (int i = 0; i < r.rows(); ++i) {
+    postgres::queued_take& a = batch.at(static_cast<std::size_t>(r.int64(i, 0)));
+    answer(a, lease_answer(r, i, 1, a.thread_id, a.owner, a.now_ms, a.ttl));
+  }
+  return 1;
 }
 
 void postgres_store::release_lease(const std::string& thread_id, const thread_lease& held) {

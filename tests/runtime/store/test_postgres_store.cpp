@@ -157,3 +157,66 @@ TEST_CASE("a PostgreSQL batch answers and writes what committing one by one does
     }
   });
 }
+
+// Lease takes at load go in batches too (troupe_take_leases); each must
+// answer and leave the leases as troupe_take_lease does, in batch order.
+TEST_CASE("a PostgreSQL batch of lease takes answers as taking them one by one does") {
+  postgres_backend backend({}, postgres_backend::opening::later);
+  REQUIRE_BACKEND(backend);
+  backend.sql([](PGconn* c) {
+    postgres::migrate(c);
+    REQUIRE(postgres::run(c,
+                          "INSERT INTO leases VALUES ('mine', 'A', 3, 900), ('live', 'B', 2, 900), "
+                          "('expired', 'B', 5, 100), ('given-up', 'B', 1, 0)")
+                .ok());
+    struct take {
+      std::string id, owner;
+    };
+    auto batch_of = [](const std::vector<take>& takes) {
+      std::string out = "[";
+      for (const take& t : takes)
+        out += std::string(out.size() > 1 ? "," : "") + "{\"id\":\"" + t.id + "\",\"owner\":\"" + t.owner +
+               "\",\"now\":500,\"until\":1500}";
+      return out + "]";
+    };
+    // The answers and the leases after them, rolled back.
+    auto outcome = [&](const std::vector<take>& takes, bool batched) {
+      REQUIRE(postgres::run(c, "BEGIN").ok());
+      std::string seen;
+      auto rows = [&](const postgres::result& r, int first) {
+        REQUIRE(r.ok());
+        for (int i = 0; i < r.rows(); ++i) {
+          for (int col = first; col < first + 4; ++col) seen += r.text(i, col) + " ";
+          seen += "\n";
+        }
+      };
+      if (batched) {
+        rows(postgres::run(c, "SELECT * FROM troupe_take_leases($1::json) ORDER BY ord", {batch_of(takes)}), 1);
+      } else {
+        for (const take& t : takes)
+          rows(postgres::run(c, "SELECT * FROM troupe_take_lease($1, $2, 500, 1500)", {t.id, t.owner}), 0);
+      }
+      seen += "--\n";
+      postgres::result leases =
+          postgres::run(c, "SELECT concat_ws(' ', thread_id, owner, epoch, expires_at) FROM leases ORDER BY thread_id");
+      REQUIRE(leases.ok());
+      for (int i = 0; i < leases.rows(); ++i) seen += leases.text(i, 0) + "\n";
+      REQUIRE(postgres::run(c, "ROLLBACK").ok());
+      return seen;
+    };
+
+    SECTION("every way a take can end, one of each in one batch") {
+      const std::vector<take> takes{{"new", "A"}, {"mine", "A"}, {"live", "A"}, {"expired", "A"}, {"given-up", "A"}};
+      const std::string by_set = outcome(takes, true);
+      CHECK(by_set == outcome(takes, false));
+      CHECK_THAT(by_set, Catch::Contains("taken A 1 1500 \ntaken A 4 1500 \nowned B 2 900 \ntaken A 6 1500 \n"
+                                         "taken A 2 1500 \n"));
+    }
+    SECTION("a batch naming one thread twice") {
+      const std::vector<take> takes{{"new", "A"}, {"new", "B"}, {"new", "A"}};
+      const std::string by_set = outcome(takes, true);
+      CHECK(by_set == outcome(takes, false));
+      CHECK_THAT(by_set, Catch::Contains("taken A 1 1500 \nowned A 1 1500 \ntaken A 2 1500 \n"));
+    }
+  });
+}

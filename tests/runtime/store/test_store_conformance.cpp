@@ -444,6 +444,51 @@ TEMPLATE_TEST_CASE("commits through the store executor answer as append() does, 
   }
 }
 
+TEMPLATE_TEST_CASE("lease takes through the store executor answer as acquire_lease does, many at once",
+                   "[store][leases][concurrency]", memory_backend, sqlite_backend, postgres_backend) {
+  TestType backend;
+  REQUIRE_BACKEND(backend);
+  store_executor stores(backend.store, {.threads = 4});
+  const std::chrono::milliseconds ttl(60'000);
+  constexpr int threads = 30;
+  // Every take in flight at once, as agents loading their threads do.
+  auto take_all = [&](const std::string& owner) {
+    std::vector<std::future<stored<thread_lease>>> answers;
+    for (int i = 0; i < threads; ++i) {
+      auto done = std::make_shared<std::promise<stored<thread_lease>>>();
+      answers.push_back(done->get_future());
+      stores.acquire_lease_then("leased-" + std::to_string(i), owner, ttl,
+                                [done](store_job_status, stored<thread_lease> r) { done->set_value(std::move(r)); });
+    }
+    std::vector<stored<thread_lease>> out;
+    for (auto& a : answers) {
+      REQUIRE(a.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+      out.push_back(a.get());
+    }
+    return out;
+  };
+
+  for (const auto& r : take_all("A")) {
+    INFO((r ? std::string("taken") : r.error().type + ": " + r.error().message));
+    REQUIRE(r.has_value());
+    CHECK(r->owner == "A");
+    CHECK(r->epoch == 1);
+  }
+  SECTION("another owner is refused each, and told who holds it") {
+    for (const auto& r : take_all("B")) {
+      REQUIRE(!r.has_value());
+      CHECK(r.error().type == "owned");
+      CHECK_THAT(r.error().message, Catch::Contains("A"));
+    }
+  }
+  SECTION("the same owner taking them again gets the next epoch") {
+    for (const auto& r : take_all("A")) {
+      REQUIRE(r.has_value());
+      CHECK(r->epoch == 2);
+    }
+  }
+}
+
 TEMPLATE_TEST_CASE("a thread's lease: one owner at a time, a new epoch per take, commits only under the current one",
                    "[store][leases]", memory_backend, sqlite_backend, postgres_backend) {
   TestType backend;
