@@ -46,13 +46,16 @@ class thread_table {
 
   Slot& insert(const std::string& thread_id, Slot slot, std::int64_t now_ms) {
     auto [it, _] = slots_.emplace(thread_id, entry{std::move(slot), lru_.end(), now_ms});
+    // References outlive a rehash; iterators do not.
+    const std::string& key = it->first;
+    entry& e = it->second;
     // libstdc++ gives a first insert 13 buckets; most agents (a
     // simulation's) hold one thread, which needs two. Later inserts grow
     // the table as usual.
     if (slots_.size() == 1) slots_.rehash(0);
-    lru_.push_back(&it->first);
-    it->second.at = std::prev(lru_.end());
-    return it->second.slot;
+    lru_.push_back(&key);
+    e.at = std::prev(lru_.end());
+    return e.slot;
   }
 
   // Marks a thread as just used: it is unloaded last.

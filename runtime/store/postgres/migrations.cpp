@@ -234,10 +234,11 @@ constexpr const char* migrations[] = {
     // their executor start-up was most of the server's CPU under load (perf
     // of durable_bench: plpgsql a third of the server's samples, its
     // statements' set-up and planning most of that). Now a batch of any
-    // size is parsed once and takes eight statements: lock the leases, then
-    // the threads, each in id order (so two batches cannot deadlock), decide
-    // every commit's status, then write the entries, threads, conversations
-    // and lease expiries of the commits that go in. The answers are
+    // size is parsed once and takes a dozen statements: lock the leases,
+    // then the threads, each in id order (so two batches cannot wait on each
+    // other in a cycle over rows that exist when they start), decide every
+    // commit's status from the rows locked, then write the entries, threads,
+    // conversations and lease expiries of the commits that go in. The answers are
     // troupe_append's, commit for commit. A batch naming one thread twice
     // (its second commit must see the first) is written by the loop, kept
     // as troupe_append_each. Lease takes at load are batched the same way
@@ -254,6 +255,8 @@ constexpr const char* migrations[] = {
   LANGUAGE plpgsql AS $$
   DECLARE
     cs troupe_commit[];
+    locked_leases text[];
+    locked_threads text[];
     fenced boolean[];
     ok boolean[];
     a_ord integer[];
@@ -272,26 +275,33 @@ constexpr const char* migrations[] = {
         AS x(id, expected, rev, size, created, updated, metadata, first, entries, last_message_at, title, now,
              owner, epoch, lease_until, n)
       ORDER BY x.n);
+    -- Locks first, the leases then the threads, each in id order, whichever
+    -- way the batch is written. Only rows locked here are read after: a row
+    -- another transaction commits in between is not this batch's to judge,
+    -- as troupe_append's one SELECT ... FOR UPDATE would not have seen it.
+    locked_leases := ARRAY(
+      SELECT l.thread_id FROM leases l
+      WHERE l.thread_id IN (SELECT c.id FROM unnest(cs) c WHERE c.owner IS NOT NULL)
+      ORDER BY l.thread_id FOR UPDATE);
     IF (SELECT count(DISTINCT c.id) FROM unnest(cs) c) <> cardinality(cs) THEN
+      PERFORM 1 FROM threads t WHERE t.id IN (SELECT c.id FROM unnest(cs) c) ORDER BY t.id FOR UPDATE;
       RETURN QUERY SELECT * FROM troupe_append_each(p_commits);
       RETURN;
     END IF;
-
-    PERFORM 1 FROM leases l
-      WHERE l.thread_id IN (SELECT c.id FROM unnest(cs) c WHERE c.owner IS NOT NULL)
-      ORDER BY l.thread_id FOR UPDATE;
     fenced := ARRAY(
-      SELECT c.owner IS NOT NULL AND NOT EXISTS (
-               SELECT 1 FROM leases l WHERE l.thread_id = c.id AND l.owner = c.owner AND l.epoch = c.epoch)
-      FROM unnest(cs) c ORDER BY c.ord);
+      SELECT c.owner IS NOT NULL AND (l.thread_id IS NULL OR l.owner <> c.owner OR l.epoch <> c.epoch)
+      FROM unnest(cs) c
+      LEFT JOIN (leases l JOIN unnest(locked_leases) AS ll(id) ON ll.id = l.thread_id) ON l.thread_id = c.id
+      ORDER BY c.ord);
 
     INSERT INTO threads AS t (id, rev, size, created_at, updated_at, metadata)
       SELECT c.id, 0, 0, c.created, c.updated, c.metadata FROM unnest(cs) c
       WHERE c.expected = 0 AND NOT fenced[c.ord + 1] ORDER BY c.id
       ON CONFLICT (id) DO NOTHING;
-    PERFORM 1 FROM threads t
+    locked_threads := ARRAY(
+      SELECT t.id FROM threads t
       WHERE t.id IN (SELECT c.id FROM unnest(cs) c WHERE NOT fenced[c.ord + 1])
-      ORDER BY t.id FOR UPDATE;
+      ORDER BY t.id FOR UPDATE);
 
     SELECT array_agg(s.ord ORDER BY s.ord), array_agg(s.status ORDER BY s.ord), array_agg(s.stored_rev ORDER BY s.ord),
            array_agg(s.stored_size ORDER BY s.ord), array_agg(s.holder ORDER BY s.ord)
@@ -309,8 +319,8 @@ constexpr const char* migrations[] = {
                       WHEN t.size <> c.first THEN 'resend'
                       ELSE 'ok' END AS status
           FROM unnest(cs) c
-          LEFT JOIN threads t ON t.id = c.id
-          LEFT JOIN leases l ON l.thread_id = c.id
+          LEFT JOIN (threads t JOIN unnest(locked_threads) AS lt(id) ON lt.id = t.id) ON t.id = c.id
+          LEFT JOIN (leases l JOIN unnest(locked_leases) AS ll(id) ON ll.id = l.thread_id) ON l.thread_id = c.id
         ) d
       ) s;
     ok := ARRAY(SELECT x = 'ok' FROM unnest(a_status) x);
@@ -360,17 +370,18 @@ constexpr const char* migrations[] = {
     IF cardinality(ids) IS NULL THEN
       RETURN;
     END IF;
+    -- Every row there and locked in id order first, whichever way the batch
+    -- is taken (leases are never deleted, so none appears after).
+    INSERT INTO leases (thread_id, owner, epoch, expires_at)
+      SELECT DISTINCT i, '', 0::bigint, 0::bigint FROM unnest(ids) i ORDER BY i
+      ON CONFLICT (thread_id) DO NOTHING;
+    PERFORM 1 FROM leases l WHERE l.thread_id IN (SELECT i FROM unnest(ids) i) ORDER BY l.thread_id FOR UPDATE;
     IF (SELECT count(DISTINCT i) FROM unnest(ids) i) <> cardinality(ids) THEN
       FOR k IN 1 .. cardinality(ids) LOOP
         RETURN QUERY SELECT k - 1, t.* FROM troupe_take_lease(ids[k], owners[k], nows[k], untils[k]) t;
       END LOOP;
       RETURN;
     END IF;
-
-    INSERT INTO leases (thread_id, owner, epoch, expires_at)
-      SELECT i, '', 0, 0 FROM unnest(ids) i ORDER BY i
-      ON CONFLICT (thread_id) DO NOTHING;
-    PERFORM 1 FROM leases l WHERE l.thread_id = ANY(ids) ORDER BY l.thread_id FOR UPDATE;
     SELECT array_agg(CASE WHEN d.owned THEN 'owned' ELSE 'taken' END ORDER BY d.k),
            array_agg(CASE WHEN d.owned THEN d.cur_owner ELSE d.owner END ORDER BY d.k),
            array_agg(CASE WHEN d.owned THEN d.cur_epoch ELSE d.cur_epoch + 1 END ORDER BY d.k),
