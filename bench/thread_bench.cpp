@@ -23,28 +23,26 @@
 
 // Every allocation through operator new is counted, with the bytes the
 // allocator really set aside for it (malloc_usable_size, so size classes and
-// rounding count, the allocator's own headers do not). A 16-byte prefix keeps
-// each block's usable size for its delete.
+// rounding count, the allocator's own headers do not). The block is the one
+// the caller asked for: an earlier version put a 16-byte prefix before it,
+// which pushed every power-of-two request (a thread's segments of 4, 8, 16 …
+// 256-byte entries) into the next size class and hid what the entries cost.
 namespace alloc_count {
 std::atomic<std::uint64_t> calls{0};
 std::atomic<std::int64_t> live_bytes{0};
-constexpr std::size_t prefix = 16;
 
 void* take(std::size_t n) {
-  void* raw = std::malloc(n + prefix);
-  if (!raw) throw std::bad_alloc();
-  const std::size_t usable = malloc_usable_size(raw) - prefix;
-  *static_cast<std::size_t*>(raw) = usable;
+  void* p = std::malloc(n == 0 ? 1 : n);
+  if (!p) throw std::bad_alloc();
   calls.fetch_add(1, std::memory_order_relaxed);
-  live_bytes.fetch_add(static_cast<std::int64_t>(usable), std::memory_order_relaxed);
-  return static_cast<char*>(raw) + prefix;
+  live_bytes.fetch_add(static_cast<std::int64_t>(malloc_usable_size(p)), std::memory_order_relaxed);
+  return p;
 }
 
 void give(void* p) noexcept {
   if (!p) return;
-  char* raw = static_cast<char*>(p) - prefix;
-  live_bytes.fetch_sub(static_cast<std::int64_t>(*reinterpret_cast<std::size_t*>(raw)), std::memory_order_relaxed);
-  std::free(raw);
+  live_bytes.fetch_sub(static_cast<std::int64_t>(malloc_usable_size(p)), std::memory_order_relaxed);
+  std::free(p);
 }
 }  // namespace alloc_count
 

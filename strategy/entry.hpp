@@ -16,6 +16,7 @@
 
 #include "strategy/entry_payload.hpp"
 #include "strategy/entry_refs.hpp"
+#include "strategy/kind_name.hpp"
 #include "strategy/small_string.hpp"
 
 #include <boost/json/object.hpp>
@@ -27,16 +28,6 @@
 #include <type_traits>
 
 namespace troupe {
-
-namespace entry_kind {
-inline constexpr std::string_view message = "message";
-inline constexpr std::string_view tool_call = "tool_call";
-inline constexpr std::string_view tool_result = "tool_result";
-inline constexpr std::string_view summary = "summary";
-inline constexpr std::string_view note = "note";
-inline constexpr std::string_view error = "error";
-inline constexpr std::string_view checkpoint = "checkpoint";
-}  // namespace entry_kind
 
 // An entry before it is appended: the thread assigns id, seq and at. Made
 // from a kind and JSON (typed on the way in when the kind has a struct), or
@@ -64,7 +55,7 @@ struct entry {
   small_string id;
   std::uint64_t seq = 0;
   std::int64_t at = 0;  // Unix milliseconds
-  small_string kind;
+  kind_name kind;
   entry_payload payload;
   entry_refs refs;
   // What the entry costs in a model's context (default_estimator), computed

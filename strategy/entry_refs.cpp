@@ -4,6 +4,7 @@
 
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 namespace troupe {
 
@@ -56,8 +57,8 @@ entry_refs::entry_refs(const json::object& o) {
     const json::value& v = it->value();
     if (*k == known::iteration) {
       const auto n = integer_of(v);
-      if (!n) break;
-      iteration_ = *n;
+      if (!n || !std::in_range<std::int32_t>(*n)) break;
+      iteration_ = static_cast<std::int32_t>(*n);
     } else {
       if (!v.is_string()) break;
       (*k == known::request_id ? request_id_
@@ -82,10 +83,16 @@ entry_refs::entry_refs(const json::object& o) {
 
 entry_refs entry_refs::of(std::string_view request_id, std::int64_t iteration, std::string_view call_id,
                           std::string_view tool_call_id) {
+  if (!std::in_range<std::int32_t>(iteration)) {  // kept as JSON, in the same order
+    json::object o{{"request_id", request_id}, {"iteration", iteration}};
+    if (!call_id.empty()) o.emplace("call_id", call_id);
+    if (!tool_call_id.empty()) o.emplace("tool_call_id", tool_call_id);
+    return entry_refs(o);
+  }
   entry_refs r;
   r.request_id_ = request_id;
   r.add(known::request_id);
-  r.iteration_ = iteration;
+  r.iteration_ = static_cast<std::int32_t>(iteration);
   r.add(known::iteration);
   if (!call_id.empty()) {
     r.call_id_ = call_id;

@@ -6,6 +6,8 @@
 // (message content) takes one exact-size block. Converts to std::string_view
 // for reading and to std::string for code written against one.
 
+#include "strategy/string_like.hpp"
+
 #include <compare>
 #include <cstddef>
 #include <cstring>
@@ -17,7 +19,7 @@
 
 namespace troupe {
 
-class small_string {
+class small_string : public string_like<small_string> {
  public:
   static constexpr std::size_t inline_capacity = 23;
 
@@ -62,22 +64,6 @@ class small_string {
     return p;
   }
   std::string_view view() const noexcept { return {data(), size()}; }
-  std::string str() const { return std::string(view()); }
-  operator std::string_view() const noexcept { return view(); }  // NOLINT
-  operator std::string() const { return str(); }                 // NOLINT
-
-  friend std::ostream& operator<<(std::ostream& os, const small_string& s) { return os << s.view(); }
-
-  // One template for every string-like right side, so that comparing with a
-  // literal, a std::string or another small_string is never ambiguous.
-  template <class T>
-  requires std::is_convertible_v<const T&, std::string_view>
-  friend bool operator==(const small_string& a, const T& b) { return a.view() == std::string_view(b); }
-  template <class T>
-  requires std::is_convertible_v<const T&, std::string_view>
-  friend std::strong_ordering operator<=>(const small_string& a, const T& b) {
-    return a.view() <=> std::string_view(b);
-  }
 
  private:
   static constexpr unsigned char heap_tag = 0xff;

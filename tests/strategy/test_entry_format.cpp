@@ -144,3 +144,38 @@ TEST_CASE("small strings hold short text in place and long text exactly") {
   CHECK(moved.empty());
   CHECK(copy == "");
 }
+
+TEST_CASE("an entry's kind is 8 bytes: troupe's kinds point at constants, others are held exactly") {
+  const kind_name message = "message";
+  const kind_name mine = "my.custom_kind";
+  const kind_name none;
+  CHECK(message == entry_kind::message);
+  CHECK(message.view().data() == entry_kind::message.data());  // the constant itself, not a copy
+  CHECK(mine == "my.custom_kind");
+  CHECK(mine.size() == 14);
+  CHECK(none.empty());
+  CHECK(none == "");
+  kind_name copy = mine;
+  kind_name moved = std::move(copy);
+  CHECK(moved == mine);
+  CHECK(copy.empty());
+  copy = message;
+  CHECK(copy == message);
+  moved = message;  // gives its own block back
+  CHECK(moved == "message");
+  CHECK(kind_name("a") < kind_name("b"));
+  // Four entries fill jemalloc's 1,024-byte class exactly (a thread's first segment).
+  CHECK(sizeof(entry) == 256);
+}
+
+TEST_CASE("refs whose iteration does not fit 32 bits stay JSON, byte for byte") {
+  const std::string text = R"({"request_id":"req_1","iteration":4294967296,"call_id":"call_1"})";
+  const entry_refs refs(boost::json::parse(text).as_object());
+  CHECK(json_text(refs) == text);
+  CHECK(refs.iteration() == 4294967296);
+  CHECK(refs.call_id() == "call_1");
+  const entry_refs made = entry_refs::of("req_1", 4294967296, "call_1");
+  CHECK(json_text(made) == text);
+  CHECK(json_text(entry_refs::of("req_1", 3, "call_1")) ==
+        R"({"request_id":"req_1","iteration":3,"call_id":"call_1"})");
+}
