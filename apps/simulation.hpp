@@ -26,12 +26,9 @@ struct simulation_options {
   std::size_t turns = 3;  // per agent
   // Turns in flight at once across all agents; 0: every agent at once. A
   // bound keeps the turns' transient memory (messages, contexts, requests in
-  // flight) to that many turns instead of one per agent: 100,000 agents
-  // asked all at once peaked at 1,080 MiB and held 11.1 KB each after their
-  // turn, against 610 MiB and 6.2 KB with 1,000 in flight, and ran faster
-  // (48,700 against 79,600-86,800 turns/s): fewer agents' states are in
-  // the caches at a time. Against a model server it is also the most
-  // requests open at once.
+  // flight) to that many turns instead of one per agent, and runs faster
+  // with fewer agents' states competing for the caches (figures in the
+  // README). Against a model server it is also the most requests open at once.
   std::size_t concurrency = 1'000;
   std::size_t scheduler_threads = 0;  // 0: one per core
 

@@ -37,9 +37,9 @@ int main(int argc, char** argv) {
   bool sim_json = false;
   CLI::App* simulate = app.add_subcommand(
       "simulate",
-      "Run N agents for M turns each, at most --concurrency turns at a time, through the normal agent loop: against a "
-      "model server "
-      "(the model options of ask), or by default a scripted model that calls --tools-per-turn tools each turn.");
+      "Run N agents for M turns each, at most --concurrency turns at a time, through the normal agent loop: "
+      "against a model server (the model options of ask), or by default a scripted model that calls "
+      "--tools-per-turn tools each turn.");
   add_model_options(*simulate, sim_model, false);
   simulate->add_option("--question", sim.question, "Each turn's question; {agent} and {turn} are replaced")
       ->capture_default_str();

@@ -139,7 +139,8 @@ std::string write_config(const std::string& dir, std::size_t model_ms, std::size
   std::ofstream(dir + "/script.json") << R"([{"chunks": ["Hello", ", ", "world", "!"], "delay_ms": )" << model_ms
                                       << R"(, "usage": {"input_tokens": 20, "output_tokens": 4}}])";
   const std::string path = dir + "/serve.toml";
-  std::ofstream(path) << "io_threads = " << io_threads << "\nstore = \"sqlite:" << dir << "/bench.db\"\n"
+  std::ofstream(path) << "io_threads = " << io_threads << "\nstore = \"sqlite:" << dir
+                      << "/bench.db\"\n"
                       // Every conversation is the one bench user's.
                       << "[limits]\nmax_connections = 20000\nmax_turns_per_user = 1000000\n"
                       << "[[agents]]\nid = \"bench\"\nprovider = \"scripted\"\nscript = \"" << dir << "/script.json\"\n"

@@ -11,11 +11,9 @@
 #include "strategy/string_like.hpp"
 
 #include <array>
-#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <ostream>
 #include <string>
 #include <string_view>
 #include <type_traits>

@@ -8,10 +8,8 @@
 
 #include "strategy/string_like.hpp"
 
-#include <compare>
 #include <cstddef>
 #include <cstring>
-#include <ostream>
 #include <string>
 #include <string_view>
 #include <type_traits>

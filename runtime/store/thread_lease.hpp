@@ -34,6 +34,14 @@ struct thread_lease {
 stored<thread_lease> lease_taken(const std::optional<thread_lease>& current, const std::string& thread_id,
                                  const std::string& owner, std::int64_t now_ms, std::chrono::milliseconds ttl);
 
+// The clock a queued take (acquire_lease_queued) is judged at: its caller's
+// `now_ms` plus the time it waited for its store, so that a lease that ran
+// out meanwhile is free and the one granted runs its whole ttl.
+inline std::int64_t now_after_wait(std::int64_t now_ms, std::chrono::steady_clock::time_point queued_at) {
+  return now_ms +
+         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - queued_at).count();
+}
+
 // Why a commit under `fence` may not go in ("fenced"), or nothing. A commit
 // that goes in renews the lease to fence.expires_at_ms (lease_renewed).
 std::optional<store_error> fence_refusal(const std::optional<thread_lease>& current, const std::string& thread_id,

@@ -286,11 +286,7 @@ void postgres_store::acquire_lease_queued(const std::string& thread_id, const st
 }
 
 std::size_t postgres_store::take_lease_batch(std::vector<postgres::queued_take>& batch) {
-  // A take is judged at its caller's clock plus the time it waited here: a
-  // lease that ran out meanwhile is free, and the one granted runs its ttl.
-  const auto started = std::chrono::steady_clock::now();
-  for (postgres::queued_take& a : batch)
-    a.now_ms += std::chrono::duration_cast<std::chrono::milliseconds>(started - a.queued_at).count();
+  for (postgres::queued_take& a : batch) a.now_ms = now_after_wait(a.now_ms, a.queued_at);
   // Each on its own, as acquire_lease() takes it: for a batch of one, and
   // when the batch's call failed as a whole (it took nothing then).
   auto one_by_one = [&] {

@@ -284,15 +284,9 @@ stored<thread_lease> sqlite_store::acquire_lease(const std::string& thread_id, c
 void sqlite_store::acquire_lease_queued(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
                                         std::chrono::milliseconds ttl, lease_done done) {
   auto out = std::make_shared<std::optional<stored<thread_lease>>>();
-  // Judged at the caller's clock plus the time the take waited for the
-  // writer: a lease that ran out meanwhile is free, the one granted runs its ttl.
   const auto queued_at = std::chrono::steady_clock::now();
   commits_.submit(
-      [=](connection& c) {
-        const auto waited =
-            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - queued_at);
-        return take_lease(c, thread_id, owner, now_ms + waited.count(), ttl, *out);
-      },
+      [=](connection& c) { return take_lease(c, thread_id, owner, now_after_wait(now_ms, queued_at), ttl, *out); },
       [out, done = std::move(done)](std::optional<store_error> e) {
         done(e ? stored<thread_lease>(*e) : std::move(**out));
       });
