@@ -5,6 +5,7 @@
 
 #include "actors/actor_pool.hpp"
 #include "actors/protocols.hpp"
+#include "actors/reserve_growing.hpp"
 #include "runtime/store/store_executor.hpp"
 #include "runtime/store/thread_store.hpp"
 #include "runtime/telemetry/telemetry.hpp"
@@ -66,7 +67,7 @@ class agent_directory {
   }
   void reserve(std::size_t n) {
     std::lock_guard lock(mutex_);
-    agents_.reserve(n);
+    reserve_growing(agents_, n);
   }
   std::size_t size() const {
     std::lock_guard lock(mutex_);

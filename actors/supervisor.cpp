@@ -2,6 +2,7 @@
 
 #include "actors/agent_actor.hpp"
 #include "actors/agent_launch.hpp"
+#include "actors/reserve_growing.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -111,8 +112,8 @@ supervisor_actor::behavior_type supervisor(supervisor_self self, std::shared_ptr
           if (st.agents.count(l.id))
             return caf::make_error(caf::sec::runtime_error, "an agent named " + l.id + " is running");
         const std::size_t total = st.agents.size() + batch->size();
-        st.agents.reserve(total);
-        st.agent_of.reserve(total);
+        reserve_growing(st.agents, total);
+        reserve_growing(st.agent_of, total);
         st.ctx->agents.reserve(total);
         for (const agent_launch& l : *batch) {
           auto [it, _] = st.agents.try_emplace(l.id);

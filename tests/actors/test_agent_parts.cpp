@@ -3,11 +3,15 @@
 
 #include "actors/agent_observe.hpp"
 #include "actors/request_queue.hpp"
+#include "actors/reserve_growing.hpp"
 #include "actors/thread_table.hpp"
 #include "runtime/store/memory_store.hpp"
 #include "strategy/id_source.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <set>
+#include <unordered_map>
 
 using namespace troupe;
 
@@ -125,5 +129,27 @@ TEST_CASE("what a signal tells the world depends on what the agent awaits") {
     CHECK(seen->kind == telemetry_kind::llm_error);
     CHECK(seen->detail == "server");
     CHECK(seen->ends_model_call);
+  }
+}
+
+TEST_CASE("room made batch by batch rehashes the table a logarithmic number of times") {
+  // A spawn of a million agents in batches of 10,000 makes room before each
+  // batch: the table may be rehashed as it doubles, not once per batch.
+  std::unordered_map<int, int> table;
+  std::set<std::size_t> bucket_counts;
+  constexpr int batch = 1'000;
+  for (int first = 0; first < 200 * batch; first += batch) {
+    reserve_growing(table, table.size() + batch);
+    const std::size_t buckets = table.bucket_count();
+    for (int i = first; i < first + batch; ++i) table.emplace(i, i);
+    REQUIRE(table.bucket_count() == buckets);  // the batch itself fitted
+    bucket_counts.insert(buckets);
+  }
+  CHECK(bucket_counts.size() <= 9);  // 1,000 to 200,000 elements: 8 doublings at most
+
+  SECTION("and never shrinks it") {
+    const std::size_t before = table.bucket_count();
+    reserve_growing(table, 10);
+    CHECK(table.bucket_count() == before);
   }
 }
