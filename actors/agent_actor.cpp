@@ -86,7 +86,8 @@ struct agent_state {
 
   std::string id;
   std::shared_ptr<const agent_profile> profile;
-  std::shared_ptr<const react_config> config;
+  std::shared_ptr<const react_config> config;        // shared, without the prompt
+  std::shared_ptr<const std::string> system_prompt;  // the agent's own; null: none
   std::shared_ptr<runtime_context> ctx;
   std::shared_ptr<llm_provider> provider;
   random_ids ids;
@@ -475,7 +476,9 @@ class agent_logic {
       return;
     }
     if (const auto* delta = std::get_if<llm_delta>(&s)) return slot.conversation.absorb(*delta);
-    react_thread::prepared_step step = slot.conversation.prepare(*st_.config, s, now_ms(), st_.ids);
+    react_thread::prepared_step step =
+        slot.conversation.prepare(*st_.config, s, now_ms(), st_.ids,
+                                  st_.system_prompt ? std::string_view(*st_.system_prompt) : std::string_view());
     if (!step.writes()) {
       take(slot, std::move(step));
       return;
@@ -831,6 +834,7 @@ agent_actor::behavior_type agent_behavior(agent_self self, agent_launch launch, 
   st.profile = std::move(launch.profile);
   st.ctx = std::move(ctx);
   st.config = std::move(launch.config);
+  st.system_prompt = std::move(launch.system_prompt);
   st.provider = st.profile->provider ? st.profile->provider : st.ctx->provider;
   st.executor_key = std::hash<std::string>{}(st.id);
   if (st.ctx->seed) {
@@ -885,7 +889,6 @@ agent_actor::behavior_type agent_behavior(agent_self self, agent_launch launch, 
 std::shared_ptr<const react_config> make_react_config(const agent_spec& spec, tool_set tools) {
   auto c = std::make_shared<react_config>();
   c->model = spec.model;
-  c->system_prompt = spec.system_prompt;
   c->tools = std::move(tools);
   c->max_iterations = spec.max_iterations;
   c->params = spec.params;

@@ -39,7 +39,11 @@ struct agent_profile {
 struct agent_launch {
   std::string id;
   std::shared_ptr<const agent_profile> profile;
+  // Without the system prompt, which is the agent's own: a simulation gives
+  // each agent a persona of its own, and a config apiece (~380 bytes) was
+  // the largest share of an idle agent after its CAF actor, thread and entries.
   std::shared_ptr<const react_config> config;
+  std::shared_ptr<const std::string> system_prompt;  // null: none
 };
 
 }  // namespace troupe

@@ -259,7 +259,8 @@ std::vector<agent> runtime::spawn_agents(std::vector<agent_spec> specs) {
     if (last && *config == *last->config) config = last->config;
     auto profile = std::make_shared<const agent_profile>(spec);
     if (last && *profile == *last->profile) profile = last->profile;
-    launches->push_back(agent_launch{spec.id, std::move(profile), std::move(config)});
+    auto prompt = spec.system_prompt.empty() ? nullptr : std::make_shared<const std::string>(spec.system_prompt);
+    launches->push_back(agent_launch{spec.id, std::move(profile), std::move(config), std::move(prompt)});
     previous = &spec;
   }
   caf::scoped_actor self{*impl_->system};

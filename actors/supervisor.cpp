@@ -18,6 +18,7 @@ using steady = std::chrono::steady_clock;
 struct child {
   std::shared_ptr<const agent_profile> profile;
   std::shared_ptr<const react_config> config;
+  std::shared_ptr<const std::string> system_prompt;
   agent_actor actor;
   // Restarts within the window. A vector: an empty std::deque allocates
   // about 600 bytes, and most agents never restart.
@@ -41,7 +42,7 @@ struct supervisor_state {
 using supervisor_self = supervisor_actor::stateful_pointer<supervisor_state>;
 
 void start_agent(supervisor_self self, const std::string& id, child& c) {
-  c.actor = spawn_agent_actor(self->system(), agent_launch{id, c.profile, c.config}, self->state.ctx);
+  c.actor = spawn_agent_actor(self->system(), agent_launch{id, c.profile, c.config, c.system_prompt}, self->state.ctx);
   self->monitor(c.actor);
   self->state.agent_of[c.actor.address()] = &id;
   self->state.ctx->agents.put(id, c.actor, c.profile->request_deadline);
@@ -119,6 +120,7 @@ supervisor_actor::behavior_type supervisor(supervisor_self self, std::shared_ptr
           auto [it, _] = st.agents.try_emplace(l.id);
           it->second.profile = l.profile;
           it->second.config = l.config;
+          it->second.system_prompt = l.system_prompt;
           start_agent(self, it->first, it->second);
         }
         return batch->size();

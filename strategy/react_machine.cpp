@@ -19,9 +19,9 @@ class stepper {
  public:
   // The state is copied once, here: the step returns its successor and
   // leaves the caller's as it was (a failed commit keeps the old one).
-  stepper(const react_config& config, const react_state& state, const thread_view& thread, std::int64_t now_ms,
-          id_source& ids)
-      : config_(config), state_(state), thread_(thread), now_ms_(now_ms), ids_(ids) {}
+  stepper(const react_config& config, std::string_view system_prompt, const react_state& state,
+          const thread_view& thread, std::int64_t now_ms, id_source& ids)
+      : config_(config), system_prompt_(system_prompt), state_(state), thread_(thread), now_ms_(now_ms), ids_(ids) {}
 
   step_result run(const signal& input) && {
     std::visit([this](const auto& s) { on(s); }, input);
@@ -169,8 +169,8 @@ class stepper {
     state_.status = react_status::awaiting_llm;
     state_.call_id = ids_.next("call");
     clear_stream();
-    const std::string& system_prompt =
-        state_.overrides->system_prompt ? *state_.overrides->system_prompt : config_.system_prompt;
+    const std::string_view system_prompt =
+        state_.overrides->system_prompt ? std::string_view(*state_.overrides->system_prompt) : system_prompt_;
     const context_policy policy = resolve_policy(config_.context, *state_.context, state_.overrides->context);
     auto units = std::make_shared<unit_cache>();
     projection context = project(thread_, policy, entries_, system_prompt, state_.projection.value.get(), units.get());
@@ -281,6 +281,7 @@ class stepper {
   }
 
   const react_config& config_;
+  const std::string_view system_prompt_;
   react_state state_;
   const thread_view& thread_;
   const std::int64_t now_ms_;
@@ -292,8 +293,8 @@ class stepper {
 }  // namespace
 
 step_result step(const react_config& config, const react_state& state, const thread_view& thread, const signal& input,
-                 std::int64_t now_ms, id_source& ids) {
-  return stepper(config, state, thread, now_ms, ids).run(input);
+                 std::int64_t now_ms, id_source& ids, std::optional<std::string_view> system_prompt) {
+  return stepper(config, system_prompt.value_or(config.system_prompt), state, thread, now_ms, ids).run(input);
 }
 
 bool absorb_delta(react_state& state, const llm_delta& d) {

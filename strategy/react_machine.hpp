@@ -17,6 +17,8 @@
 #include "strategy/thread.hpp"
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 namespace troupe {
@@ -27,8 +29,11 @@ struct step_result {
   std::vector<directive> directives;
 };
 
+// `system_prompt`, when given, stands for the config's own: agents that
+// differ only in their prompts (a simulation's personas) share one config,
+// and each passes its prompt here.
 step_result step(const react_config& config, const react_state& state, const thread_view& thread, const signal& input,
-                 std::int64_t now_ms, id_source& ids);
+                 std::int64_t now_ms, id_source& ids, std::optional<std::string_view> system_prompt = std::nullopt);
 
 // What step() does with a streamed delta, done to `state` in place: a delta
 // only grows the stream buffers and writes no entry and no directive, so an

@@ -38,8 +38,10 @@ class react_thread {
     bool writes() const { return next.has_value(); }
   };
 
-  prepared_step prepare(const react_config& config, const signal& input, std::int64_t now_ms, id_source& ids) const {
-    step_result r = step(config, state_, thread_, input, now_ms, ids);
+  // `system_prompt`: as for step().
+  prepared_step prepare(const react_config& config, const signal& input, std::int64_t now_ms, id_source& ids,
+                        std::optional<std::string_view> system_prompt = std::nullopt) const {
+    step_result r = step(config, state_, thread_, input, now_ms, ids, system_prompt);
     // Most steps (every streamed delta) write nothing: no copy of the thread for them.
     std::optional<thread> next;
     entry_range committed;

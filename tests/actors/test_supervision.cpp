@@ -245,6 +245,24 @@ TEST_CASE("agents spawned in one batch") {
   }
 }
 
+TEST_CASE("agents spawned together with their own prompts keep them across a restart") {
+  // Their configs are shared apart from the prompt, which each agent holds.
+  auto sink = std::make_shared<recording_sink>();
+  auto model = std::make_shared<scripted_provider>(
+      [](const llm_stream& s) { return scripted_reply::text("I am " + s.messages.front().content); });
+  runtime rt({.provider = model, .telemetry = sink});
+  std::vector<agent_spec> specs;
+  for (int i = 0; i < 2; ++i)
+    specs.push_back({.id = "p" + std::to_string(i), .model = "m", .system_prompt = "persona " + std::to_string(i)});
+  specs.push_back({.id = "plain", .model = "m", .system_prompt = ""});
+  const std::vector<agent> agents = rt.spawn_agents(std::move(specs));
+  kill(rt, current_actor(rt, "p1"));
+  REQUIRE(sink->wait_for(telemetry_kind::agent_restarted, 1, patience));
+  CHECK(answer_of(must_reply(agents[0].ask("who?"))) == "I am persona 0");
+  CHECK(answer_of(must_reply(agents[1].ask("who?"))) == "I am persona 1");
+  CHECK(answer_of(must_reply(agents[2].ask("who?"))) == "I am who?");  // no system message at all
+}
+
 TEST_CASE("telemetry reports a request with its correlation ids") {
   auto sink = std::make_shared<recording_sink>();
   auto model = std::make_shared<scripted_provider>(

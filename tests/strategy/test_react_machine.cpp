@@ -75,6 +75,25 @@ TEST_CASE("per-request overrides take precedence over the configuration") {
   CHECK(s.params.temperature == 0.2);
 }
 
+TEST_CASE("an agent's own system prompt stands for the shared configuration's") {
+  const react_config shared = config_with_tools({"search"});  // its prompt: "be brief"
+  const react_state idle;
+  const thread t("t", 0);
+  sequential_ids ids;
+  auto first_message = [&](const query& q, std::optional<std::string_view> own) {
+    const step_result r = step(shared, idle, t, q, 1, ids, own);
+    return only<llm_stream>(r.directives).messages.front();
+  };
+  const query q{"r1", "t", "hi", {}};
+  CHECK(first_message(q, std::nullopt).content == "be brief");
+  CHECK(first_message(q, "a persona").content == "a persona");
+  CHECK(first_message(q, "").role == "user");  // an empty prompt sends no system message
+
+  query overridden = q;
+  overridden.overrides.system_prompt = "be verbose";  // a request's override still wins
+  CHECK(first_message(overridden, "a persona").content == "be verbose");
+}
+
 TEST_CASE("a query while a request runs is rejected as busy") {
   harness h;
   h.ask("r1", "first");
