@@ -84,6 +84,24 @@ struct thread_slot {
   }
 };
 
+// A seeded agent's ids, and the time its entries are stamped with: a
+// logical clock of its own, one millisecond per reading, so that a run
+// repeats to the byte.
+struct seeded_source {
+  random_ids ids;
+  std::int64_t logical_ms;
+};
+
+// Snapshots of threads not in memory, waiting for the store.
+struct snapshot_waiters {
+  std::unordered_map<std::uint64_t, caf::typed_response_promise<thread_view>> waiting;
+  std::uint64_t next = 0;
+};
+
+// Rarely used parts (a seed, snapshots waiting for the store, the requests
+// of an idle agent) are held on the heap: an agent's state beside CAF's
+// actor is one allocation, and these kept it a jemalloc class larger
+// (1,536 bytes instead of 1,280).
 struct agent_state {
   static inline const char* name = "troupe.agent";
 
@@ -92,19 +110,16 @@ struct agent_state {
   std::shared_ptr<const react_config> config;        // shared, without the prompt
   std::shared_ptr<const std::string> system_prompt;  // the agent's own; null: none
   std::shared_ptr<runtime_context> ctx;
-  std::shared_ptr<llm_provider> provider;
-  random_ids ids;
-  // The time entries are stamped with when the runtime has a seed: a logical
-  // clock of the agent's own, one millisecond per reading, so that a run
-  // repeats to the byte.
-  std::int64_t logical_ms = 0;
+  // With a seeded runtime; null otherwise, when ids come from the scheduler
+  // thread's own source (agent_logic::ids).
+  std::unique_ptr<seeded_source> seeded;
   std::size_t executor_key = 0;
-  bool stopping = false;
   thread_table<thread_slot> threads;
-  std::unordered_map<std::string, std::string> thread_of;  // running and queued requests
-  // Snapshots of threads not in memory, waiting for the store.
-  std::unordered_map<std::uint64_t, caf::typed_response_promise<thread_view>> snapshots;
-  std::uint64_t next_snapshot = 0;
+  // Running and queued requests: the thread each is for. Null while there
+  // are none, as with most agents at any time.
+  std::unique_ptr<std::unordered_map<std::string, std::string>> thread_of;
+  std::unique_ptr<snapshot_waiters> snapshots;  // made by the first snapshot that waits for the store
+  bool stopping = false;
   bool quit_when_settled = false;  // stopping, but commits are still in flight
   // False once the agent has quit: a load still queued for it then takes no
   // lease, and one that took a lease meanwhile gives it back. Made with the
@@ -113,6 +128,15 @@ struct agent_state {
 };
 
 using agent_self = agent_actor::stateful_pointer<agent_state>;
+
+// The state rides in CAF's own allocation of the actor (1,032 bytes of CAF
+// 0.17 on x86-64 with the storage's header): up to 248 bytes keep the
+// whole in jemalloc's 1,280-byte class. A field more belongs in a part held
+// on the heap.
+#ifndef _GLIBCXX_DEBUG  // its containers are larger
+static_assert(sizeof(void*) != 8 || sizeof(agent_state) <= 248,
+              "agent_state grew past 248 bytes: every agent's actor allocation moves to a larger size class");
+#endif
 
 // Where a seeded agent's logical clock starts: 2026-01-01T00:00:00Z.
 constexpr std::int64_t seeded_epoch_ms = 1'767'225'600'000;
@@ -132,12 +156,12 @@ class agent_logic {
     if (q.thread_id.empty()) q.thread_id = default_thread_id();
     if (st_.stopping) return refused(q.request_id, error_type::shutdown, "the agent is stopping");
     if (q.request_id.empty()) return refused(q.request_id, error_type::invalid_query, "a query needs a request_id");
-    if (st_.thread_of.count(q.request_id))
+    if (st_.thread_of && st_.thread_of->count(q.request_id))
       return refused(q.request_id, error_type::invalid_query, "request " + q.request_id + " is already running");
     thread_slot* slot = st_.threads.find(q.thread_id);
     if (!slot) {
       if (stores().immediate()) {
-        auto loaded = load_thread(stores().store(), q.thread_id, st_.ids, now_ms());
+        auto loaded = load_thread(stores().store(), q.thread_id, ids(), now_ms());
         if (!loaded)
           return refused(q.request_id, store_error_type(loaded.error()), not_loaded(q.thread_id, loaded.error()));
         slot = &st_.threads.insert(q.thread_id, thread_slot(std::move(*loaded), st_.profile->max_queued_asks),
@@ -155,7 +179,8 @@ class agent_logic {
           "thread " + q.thread_id + " already has " + std::to_string(st_.profile->max_queued_asks) + " asks waiting");
     auto promise = self_->make_response_promise<reply>();
     asker from{promise_guard<reply>(promise, q.request_id, &agent_crashed), std::move(events), steady_us()};
-    st_.thread_of[q.request_id] = q.thread_id;
+    if (!st_.thread_of) st_.thread_of = std::make_unique<std::unordered_map<std::string, std::string>>();
+    (*st_.thread_of)[q.request_id] = q.thread_id;
     if (admission == request_queue<queued_ask>::admission::start_now)
       start(*slot, std::move(q), std::move(from));
     else
@@ -209,15 +234,17 @@ class agent_logic {
 
   // A snapshot read from the store for a thread not in memory.
   void on_viewed(std::uint64_t no, const std::string& thread_id, stored<thread>& held) {
-    auto it = st_.snapshots.find(no);
-    if (it == st_.snapshots.end()) return;
+    if (!st_.snapshots) return;
+    auto it = st_.snapshots->waiting.find(no);
+    if (it == st_.snapshots->waiting.end()) return;
     it->second.deliver(held ? thread_view(*held) : thread_view(thread(thread_id, now_ms())));
-    st_.snapshots.erase(it);
+    st_.snapshots->waiting.erase(it);
   }
 
   void on_cancel(const std::string& request_id, const std::string& reason) {
-    auto where = st_.thread_of.find(request_id);
-    if (where == st_.thread_of.end()) return;
+    if (!st_.thread_of) return;
+    auto where = st_.thread_of->find(request_id);
+    if (where == st_.thread_of->end()) return;
     thread_slot& slot = *st_.threads.find(where->second);
     if (slot.asks.running() == request_id) {
       run(slot, cancel{request_id, reason});
@@ -239,8 +266,9 @@ class agent_logic {
       if (auto held = stores().store().load(id)) return thread_view(*held);
       return thread_view(thread(id, now_ms()));
     }
-    const std::uint64_t no = st_.next_snapshot++;
-    st_.snapshots.emplace(no, self_->make_response_promise<thread_view>());
+    if (!st_.snapshots) st_.snapshots = std::make_unique<snapshot_waiters>();
+    const std::uint64_t no = st_.snapshots->next++;
+    st_.snapshots->waiting.emplace(no, self_->make_response_promise<thread_view>());
     stores().submit([self = handle(), store = stores().shared_store(), deadline = stores().deadline(), no,
                      id](store_job_status why) {
       stored<thread> held = not_run(why, deadline);
@@ -253,7 +281,7 @@ class agent_logic {
   }
 
   agent_stats stats() const {
-    agent_stats out{st_.threads.size(), st_.thread_of.size(), 0, 0, st_.stopping};
+    agent_stats out{st_.threads.size(), st_.thread_of ? st_.thread_of->size() : 0, 0, 0, st_.stopping};
     st_.threads.for_each([&](const std::string&, thread_slot& slot) {
       out.commits_in_flight += slot.phase == slot_phase::committing;
       out.held_signals += slot.held.size();
@@ -287,8 +315,10 @@ class agent_logic {
   void quit() {
     release_leases();
     if (st_.alive) st_.alive->store(false);
-    for (auto& [no, promise] : st_.snapshots) promise.deliver(caf::make_error(caf::sec::request_receiver_down));
-    st_.snapshots.clear();
+    if (st_.snapshots)
+      for (auto& [no, promise] : st_.snapshots->waiting)
+        promise.deliver(caf::make_error(caf::sec::request_receiver_down));
+    st_.snapshots.reset();
     self_->quit();
   }
 
@@ -321,14 +351,15 @@ class agent_logic {
   // A request that ran or waited here is done with.
   template <class Key>
   void forget_request(const Key& request) {
-    st_.thread_of.erase(request);
-    release_if_empty(st_.thread_of);
+    if (!st_.thread_of) return;
+    st_.thread_of->erase(request);
+    if (st_.thread_of->empty()) st_.thread_of.reset();
   }
 
   void start(thread_slot& slot, query q, asker from) {
     slot.asks.begin(q.request_id);
     slot.running = std::make_unique<asker>(std::move(from));
-    if (request_trace t = start_request_trace(q.traceparent, st_.ctx->record_spans, st_.ids); t.active()) {
+    if (request_trace t = start_request_trace(q.traceparent, st_.ctx->record_spans, ids()); t.active()) {
       if (t.record && st_.ctx->record_content) t.question = q.text;
       slot.trace = std::make_unique<request_trace>(std::move(t));
     }
@@ -377,7 +408,7 @@ class agent_logic {
     std::optional<std::uint64_t> id_seed;
     if (st_.ctx->seed) {
       stamp = now_ms();
-      id_seed = st_.ids.next_u64();
+      id_seed = ids().next_u64();
     }
     stores().acquire_lease_then(
         thread_id, st_.ctx->owner_id, st_.ctx->lease_ttl,
@@ -479,9 +510,8 @@ class agent_logic {
       return;
     }
     if (const auto* delta = std::get_if<llm_delta>(&s)) return slot.conversation.absorb(*delta);
-    react_thread::prepared_step step =
-        slot.conversation.prepare(*st_.config, s, now_ms(), st_.ids,
-                                  st_.system_prompt ? std::string_view(*st_.system_prompt) : std::string_view());
+    react_thread::prepared_step step = slot.conversation.prepare(
+        *st_.config, s, now_ms(), ids(), st_.system_prompt ? std::string_view(*st_.system_prompt) : std::string_view());
     if (!step.writes()) {
       take(slot, std::move(step));
       return;
@@ -537,7 +567,7 @@ class agent_logic {
     const std::string thread_id = slot.conversation.history().id();
     if (stores().immediate()) {
       if (auto held = stores().store().load(thread_id); held && held->rev() != slot.conversation.history().rev())
-        slot.conversation = recovered(stores().store(), std::move(*held), st_.ids, now_ms());
+        slot.conversation = recovered(stores().store(), std::move(*held), ids(), now_ms());
     } else {
       reload(slot, thread_id);
     }
@@ -620,7 +650,7 @@ class agent_logic {
         [x](error_info e) {
           return llm_result{x->call_id, std::move(e)};
         },
-        executor_retries, x, caf::actor_cast<agent_actor>(self_), thread_id, st_.provider);
+        executor_retries, x, caf::actor_cast<agent_actor>(self_), thread_id, provider());
   }
 
   void run_tool(const std::string& thread_id, std::shared_ptr<const tool_exec> x) {
@@ -695,7 +725,7 @@ class agent_logic {
   // A model call's span is a child of its request's; with spans recorded it
   // has an id of its own, else the call carries the caller's context on.
   void trace_model_call(request_trace& t, llm_stream& x) {
-    t.model_span = t.record ? new_span_id(st_.ids) : t.request.span_id;
+    t.model_span = t.record ? new_span_id(ids()) : t.request.span_id;
     t.first_chunk_us = -1;
     if (t.record) {
       t.model = x.model;
@@ -705,7 +735,7 @@ class agent_logic {
   }
 
   void trace_tool_call(request_trace& t, tool_exec& x) {
-    const std::uint64_t id = t.record ? new_span_id(st_.ids) : t.request.span_id;
+    const std::uint64_t id = t.record ? new_span_id(ids()) : t.request.span_id;
     if (t.record) t.tools.push_back({x.tool_call_id, id, steady_us()});
     x.traceparent = format_traceparent(t.call(id));
   }
@@ -717,7 +747,7 @@ class agent_logic {
         r && (e.kind == telemetry_kind::llm_completed || e.kind == telemetry_kind::llm_error)) {
       e.span = t.call(t.model_span);
       e.model = t.model;
-      e.provider = std::string(st_.provider->name());
+      e.provider = std::string(provider()->name());
       e.first_chunk_us = t.first_chunk_us;
       if (const auto* c = std::get_if<llm_completion>(&r->outcome)) {
         e.usage = c->usage;
@@ -812,7 +842,7 @@ class agent_logic {
     e.span = t.request;
     e.parent_span_id = t.parent_span;
     e.end_unix_ns = wall_clock_ns();
-    e.provider = std::string(st_.provider->name());
+    e.provider = std::string(provider()->name());
     e.model = t.model;
     e.usage = r.usage;
     if (!r.ok()) e.error_type = std::get<error_info>(r.outcome).type;
@@ -825,7 +855,19 @@ class agent_logic {
   static std::int64_t steady_ms() { return steady_us() / 1000; }
 
   // The time entries and threads are stamped with.
-  std::int64_t now_ms() { return st_.ctx->seed ? st_.logical_ms++ : wall_clock_ms(); }
+  std::int64_t now_ms() { return st_.seeded ? st_.seeded->logical_ms++ : wall_clock_ms(); }
+
+  // Where ids come from: a seeded agent's own source, otherwise the scheduler
+  // thread's (ids need only be unique, and an agent runs on one thread at a time).
+  random_ids& ids() {
+    if (st_.seeded) return st_.seeded->ids;
+    thread_local random_ids unseeded;
+    return unseeded;
+  }
+
+  const std::shared_ptr<llm_provider>& provider() const {
+    return st_.profile->provider ? st_.profile->provider : st_.ctx->provider;
+  }
 
   agent_self self_;
   agent_state& st_;
@@ -838,12 +880,10 @@ agent_actor::behavior_type agent_behavior(agent_self self, agent_launch launch, 
   st.ctx = std::move(ctx);
   st.config = std::move(launch.config);
   st.system_prompt = std::move(launch.system_prompt);
-  st.provider = st.profile->provider ? st.profile->provider : st.ctx->provider;
   st.executor_key = std::hash<std::string>{}(st.id);
-  if (st.ctx->seed) {
-    st.ids = random_ids(*st.ctx->seed ^ st.executor_key);
-    st.logical_ms = seeded_epoch_ms;
-  }
+  if (st.ctx->seed)
+    st.seeded =
+        std::make_unique<seeded_source>(seeded_source{random_ids(*st.ctx->seed ^ st.executor_key), seeded_epoch_ms});
   st.threads = thread_table<thread_slot>({st.profile->max_loaded_threads, st.profile->thread_idle_timeout});
   return {
       [self](ask_atom, query& q, event_sink_actor& events) -> caf::result<reply> {
