@@ -47,7 +47,7 @@ struct queued_ask {
 // Where a thread stands with the store. Signals for a thread that is being
 // loaded, or whose last step is being committed, wait in order until it is
 // ready: the machine only ever steps on what the store holds.
-enum class slot_phase { loading, ready, committing };
+enum class slot_phase : std::uint8_t { loading, ready, committing };
 
 // A signal that came while the thread was not ready. From an executor, it is
 // handled as on arrival (observed, and checked against the running tools).
@@ -71,11 +71,11 @@ struct thread_slot {
   tool_parallelism tools;
   std::int64_t llm_started_us = 0;
   slot_phase phase;
+  std::uint32_t commit_no = 0;  // which commit `pending` is (beside phase: a slot 8 bytes smaller)
   // The step being committed, and the running request's spans: each held
   // apart, since a thread in memory mostly has neither (a step is large).
   std::unique_ptr<react_thread::prepared_step> pending;
-  std::optional<thread_lease> lease;     // with a store that keeps leases
-  std::uint64_t commit_no = 0;           // which commit `pending` is
+  std::unique_ptr<thread_lease> lease;   // with a store that keeps leases
   std::vector<held_signal> held;         // not a deque: an empty one allocates about 600 bytes
   std::unique_ptr<request_trace> trace;  // null: the running request is not traced
 
@@ -83,6 +83,15 @@ struct thread_slot {
     return phase == slot_phase::ready && held.empty() && asks.idle() && conversation.state().summary_call_id.empty();
   }
 };
+
+// A thread in memory is one node of the thread table: the slot and 56 bytes
+// (its key, its LRU link, the hash node's own). Up to 584 bytes keep it in
+// jemalloc's 640-byte class; a field more that a thread mostly does without
+// belongs on the heap, as the asker, the lease and the pending step are.
+#ifndef _GLIBCXX_DEBUG  // its containers are larger
+static_assert(sizeof(void*) != 8 || sizeof(thread_slot) <= 584,
+              "thread_slot grew past 584 bytes: every loaded thread moves to a larger size class");
+#endif
 
 // A seeded agent's ids, and the time its entries are stamped with: a
 // logical clock of its own, one millisecond per reading, so that a run
@@ -211,7 +220,7 @@ class agent_logic {
       return;
     }
     slot->conversation = std::move(*loaded);
-    slot->lease = std::move(lease);
+    slot->lease = lease ? std::make_unique<thread_lease>(std::move(*lease)) : nullptr;
     slot->phase = slot_phase::ready;
     report(telemetry_kind::thread_loaded, thread_id, {});
     release_held(*slot);
@@ -538,7 +547,7 @@ class agent_logic {
       if (slot.lease->expires_at_ms - now <= ttl - std::min<std::int64_t>(1'000, ttl / 2))
         slot.lease->expires_at_ms = now + ttl;
     }
-    stores().append(std::move(next), rev_before, slot.lease,
+    stores().append(std::move(next), rev_before, slot.lease ? std::optional<thread_lease>(*slot.lease) : std::nullopt,
                     [self = handle(), thread_id = slot.conversation.history().id(), no](commit_outcome outcome) {
                       caf::anon_send(self, committed_atom::value, thread_id, no, std::move(outcome));
                     });

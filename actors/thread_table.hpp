@@ -45,7 +45,7 @@ class thread_table {
   }
 
   Slot& insert(const std::string& thread_id, Slot slot, std::int64_t now_ms) {
-    auto [it, _] = slots_.emplace(thread_id, entry{std::move(slot), lru_.end(), now_ms});
+    auto [it, _] = slots_.emplace(thread_id, entry{std::move(slot), lru_.end()});
     // References outlive a rehash; iterators do not.
     const std::string& key = it->first;
     entry& e = it->second;
@@ -53,7 +53,7 @@ class thread_table {
     // simulation's) hold one thread, which needs two. Later inserts grow
     // the table as usual.
     if (slots_.size() == 1) slots_.rehash(0);
-    lru_.push_back(&key);
+    lru_.push_back({&key, now_ms});
     e.at = std::prev(lru_.end());
     return e.slot;
   }
@@ -63,7 +63,7 @@ class thread_table {
     auto it = slots_.find(thread_id);
     if (it == slots_.end()) return;
     lru_.splice(lru_.end(), lru_, it->second.at);
-    it->second.last_used_ms = now_ms;
+    it->second.at->last_used_ms = now_ms;
   }
 
   // Unloads idle threads, least recently used first, while there are too
@@ -74,15 +74,15 @@ class thread_table {
   void evict(std::int64_t now_ms, OnUnload&& on_unload) {
     const std::int64_t idle_ms = limits_.idle_after.count();
     for (auto at = lru_.begin(); at != lru_.end();) {
-      auto it = slots_.find(**at);
+      auto it = slots_.find(*at->id);
       const bool too_many = slots_.size() > limits_.max_loaded;
-      const bool expired = now_ms - it->second.last_used_ms > idle_ms;
+      const bool expired = now_ms - at->last_used_ms > idle_ms;
       if (!too_many && !expired) break;  // the rest were used more recently
       if (!it->second.slot.idle()) {
         ++at;
         continue;
       }
-      const std::string id = **at;
+      const std::string id = *at->id;
       on_unload(id, it->second.slot);
       at = lru_.erase(at);
       slots_.erase(it);
@@ -106,14 +106,20 @@ class thread_table {
   std::size_t size() const { return slots_.size(); }
 
  private:
+  // When a thread was last used is kept in its place in the LRU order: a
+  // list node of 24 bytes takes jemalloc's 32-byte class anyway, and the
+  // table's node (which holds the slot) is 8 bytes smaller.
+  struct lru_mark {
+    const std::string* id;  // the key of its entry in slots_
+    std::int64_t last_used_ms;
+  };
   struct entry {
     Slot slot;
-    std::list<const std::string*>::iterator at;
-    std::int64_t last_used_ms;
+    std::list<lru_mark>::iterator at;
   };
   thread_limits limits_;
   std::unordered_map<std::string, entry> slots_;  // node-based: references stay valid
-  std::list<const std::string*> lru_;             // keys of slots_, least recently used first
+  std::list<lru_mark> lru_;                       // least recently used first
 };
 
 }  // namespace troupe

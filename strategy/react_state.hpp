@@ -51,12 +51,12 @@ struct derived_cache {
 
 struct react_state {
   react_status status = react_status::idle;
+  int iteration = 0;  // of the current (or last) request; here, it fills the four bytes status leaves
 
   // The current (or last) request.
   small_string request_id;
   shared_value<query_overrides> overrides;
   std::int64_t request_started_at = 0;
-  int iteration = 0;
   small_string call_id;       // the model call in flight, or the last one
   std::string streamed_text;  // deltas of the current call, not committed
   std::string streamed_thinking;

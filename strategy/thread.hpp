@@ -99,7 +99,7 @@ class thread_view {
   // The content of the newest assistant message.
   std::optional<std::string> last_assistant_text() const;
   // The newest summary entry, in O(1): where the model's context may begin.
-  const entry* latest_summary() const { return last_summary_ ? &(*log_)[*last_summary_] : nullptr; }
+  const entry* latest_summary() const { return last_summary_ != no_summary ? &(*log_)[last_summary_] : nullptr; }
 
  protected:
   thread_view() = default;
@@ -111,7 +111,8 @@ class thread_view {
   std::shared_ptr<const boost::json::object> metadata_;
   std::shared_ptr<entry_log> log_;  // null until the first append
   std::size_t size_ = 0;
-  std::optional<std::size_t> last_summary_;
+  static constexpr std::size_t no_summary = static_cast<std::size_t>(-1);
+  std::size_t last_summary_ = no_summary;  // an index: every agent's thread is 8 bytes smaller than with an optional
 };
 
 class thread : public thread_view {
