@@ -100,7 +100,7 @@ class stepper {
     if (c.tool_calls.empty()) {
       commit(message_payload{"assistant", text, thinking, c.finish_reason, {}}, refs(state_.call_id));
       directives_.push_back(reply{state_.request_id, text, state_.request_usage, state_.iteration});
-      state_.status = react_status::completed;
+      end_request(react_status::completed);
       clear_stream();
       return;
     }
@@ -246,10 +246,19 @@ class stepper {
   void end_with_error(error_info e) {
     commit(entry_draft(std::string(entry_kind::error), to_json(e).as_object(), refs(state_.call_id)));
     directives_.push_back(reply{state_.request_id, e, state_.request_usage, state_.iteration});
-    state_.status = react_status::error;
+    end_request(react_status::error);
     state_.error = std::move(e);
     state_.tool_calls.clear();
     clear_stream();
+  }
+
+  // A thread waits for its next request without the units of its last
+  // context: the next request's first call builds them again, at a cost
+  // lost in run-to-run noise (10,000 agents, 5 and 20 turns), where holding
+  // them cost every idle agent ~400 bytes after one turn and ~2.9 KB after 20.
+  void end_request(react_status how) {
+    state_.status = how;
+    state_.projection.value.reset();
   }
 
   void commit(entry_draft d) { entries_.push_back(std::move(d)); }
