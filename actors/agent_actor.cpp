@@ -248,6 +248,7 @@ class agent_logic {
     if (it == st_.snapshots->waiting.end()) return;
     it->second.deliver(held ? thread_view(*held) : thread_view(thread(thread_id, now_ms())));
     st_.snapshots->waiting.erase(it);
+    if (st_.snapshots->waiting.empty()) st_.snapshots.reset();  // numbers start over: none is still awaited
   }
 
   void on_cancel(const std::string& request_id, const std::string& reason) {

@@ -259,7 +259,11 @@ std::vector<agent> runtime::spawn_agents(std::vector<agent_spec> specs) {
     if (last && *config == *last->config) config = last->config;
     auto profile = std::make_shared<const agent_profile>(spec);
     if (last && *profile == *last->profile) profile = last->profile;
-    auto prompt = spec.system_prompt.empty() ? nullptr : std::make_shared<const std::string>(spec.system_prompt);
+    std::shared_ptr<const std::string> prompt;
+    if (last && last->system_prompt && *last->system_prompt == spec.system_prompt)
+      prompt = last->system_prompt;  // one prompt for a batch of the same persona
+    else if (!spec.system_prompt.empty())
+      prompt = std::make_shared<const std::string>(spec.system_prompt);
     launches->push_back(agent_launch{spec.id, std::move(profile), std::move(config), std::move(prompt)});
     previous = &spec;
   }

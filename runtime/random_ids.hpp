@@ -1,7 +1,7 @@
 #pragma once
-// Random ids for the runtime ("call_5f0c2a9e41d7b3c8"). Each agent owns one
-// source; the state is 32 bytes (xoshiro256**), so a hundred thousand idle
-// agents do not pay for a large generator each.
+// Random ids for the runtime ("call_5f0c2a9e41d7b3c8"). A seeded agent owns
+// one source (its run repeats to the byte); the others draw from their
+// scheduler thread's. The state is 32 bytes (xoshiro256**).
 
 #include "strategy/id_source.hpp"
 

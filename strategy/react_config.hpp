@@ -19,6 +19,8 @@ inline constexpr std::string_view default_summary_prompt =
     "open. If the transcript starts with an earlier summary, fold it in. Reply with the summary only.";
 
 struct react_config {
+  // An agent's own prompt, passed to step() beside the config, stands for
+  // this one: the runtime's agents share configs and leave it empty.
   std::string system_prompt;
   std::string model;
   tool_set tools;  // null or empty: the model is offered no tools

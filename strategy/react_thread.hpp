@@ -87,6 +87,7 @@ class react_thread {
     state_.tool_calls.clear();
     state_.streamed_text.clear();
     state_.streamed_thinking.clear();
+    state_.projection.value.reset();  // as when the machine ends a request (react_machine.cpp)
   }
 
   const thread& history() const { return thread_; }

@@ -358,6 +358,10 @@ TEST_CASE("a thread keeps its last context's units while a request runs, and not
     h.feed(llm_result{s.call_id, error_info{"rate_limited", "slow down", 429, 3, 2.0}});
     CHECK(!h.state().projection.value);
   }
+  SECTION("a request abandoned outside the machine (its store failed) drops them") {
+    h.rt.abandon_request(error_info{"store_failed", "the disk is full", {}, {}, {}});
+    CHECK(!h.state().projection.value);
+  }
   SECTION("the next request's context is the same as if they were kept") {
     h.feed(answer(s.call_id, "done"));
     harness kept;  // the same conversation, its cache restored before the next ask
