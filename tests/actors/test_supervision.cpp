@@ -120,6 +120,33 @@ TEST_CASE("a stopped agent is not restarted and its requests end with shutdown")
   CHECK(error_type_of(must_reply(a.ask("still there?"))) == "not_found");
 }
 
+TEST_CASE("a message outside an agent's interface is refused with an error, and the agent goes on") {
+  runtime rt(
+      {.provider = std::make_shared<scripted_provider>(std::vector<scripted_reply>{scripted_reply::text("hi")})});
+  agent a = rt.spawn_agent({.id = "a", .model = "m"});
+  const caf::actor untyped = caf::actor_cast<caf::actor>(current_actor(rt, "a"));
+  caf::scoped_actor self{*rt.internals().system};
+  auto refusal = [&](auto... xs) {
+    std::optional<caf::error> err;
+    self->request(untyped, patience, xs...)
+        // Any answer but an error ends up as unexpected_response.
+        .receive([](caf::unit_t) {}, [&](caf::error& e) { err = std::move(e); });
+    return err;
+  };
+
+  SECTION("a known atom with other arguments") {
+    const auto err = refusal(ask_atom::value, std::string("not a query"));
+    REQUIRE(err);
+    CHECK(*err == caf::sec::unexpected_message);
+  }
+  SECTION("a message of no kind the agent knows") {
+    const auto err = refusal(std::string("hello"), 42);
+    REQUIRE(err);
+    CHECK(*err == caf::sec::unexpected_message);
+  }
+  CHECK(answer_of(must_reply(a.ask("still there?"))) == "hi");
+}
+
 TEST_CASE("a crashed executor becomes an error result, never a hung request") {
   auto sink = std::make_shared<recording_sink>();
 
