@@ -69,6 +69,16 @@ struct entry {
 // cannot fail half-way.
 static_assert(std::is_nothrow_move_constructible_v<entry>);
 
+// A thread's first four entries are one block (append_log's first segment):
+// up to 224 bytes an entry keep it in jemalloc's 896-byte class, and a field
+// more moves every thread to the 1,024-byte one. The 8-byte kind, role and
+// finish reason (interned_name.hpp) and the tool call's invalid_arguments
+// among its extras brought an entry there from 256 bytes.
+#ifndef _GLIBCXX_DEBUG  // its containers are larger
+static_assert(sizeof(void*) != 8 || sizeof(entry) <= 224,
+              "entry grew past 224 bytes: every thread's first entries move to a larger size class");
+#endif
+
 // The kind a typed payload is written for; empty for JSON.
 std::string_view kind_of(const entry_payload& p);
 

@@ -42,7 +42,9 @@ class member_reader {
     if (!ok_ || it_ == end_ || it_->key() != key) return nullptr;
     return &(it_++)->value();
   }
-  void required(std::string_view key, small_string& out) {
+  template <class S>
+  requires std::is_base_of_v<string_like<S>, S>
+  void required(std::string_view key, S& out) {
     if (auto s = take_string(key, false))
       out = *s;
     else
@@ -60,7 +62,9 @@ class member_reader {
   }
   // Present only when not empty: an empty one is left for the extras, where
   // finish() refuses it.
-  void optional(std::string_view key, small_string& out) {
+  template <class S>
+  requires std::is_base_of_v<string_like<S>, S>
+  void optional(std::string_view key, S& out) {
     if (auto s = take_string(key, true)) out = *s;
   }
   void fail() { ok_ = false; }
@@ -111,8 +115,7 @@ std::optional<tool_call_payload> read_tool_call(const json::object& o) {
     p.arguments_text = json_text(args->get_object());
   else
     r.fail();
-  r.optional("invalid_arguments", p.invalid_arguments);
-  if (!r.finish({"name", "arguments", "invalid_arguments"}, p.extra)) return std::nullopt;
+  if (!r.finish({"name", "arguments"}, p.extra)) return std::nullopt;
   return p;
 }
 
@@ -208,13 +211,12 @@ class text_writer {
 
 }  // namespace
 
-std::optional<tool_call_payload> tool_call_payload::of(std::string_view name, const json::object& arguments,
-                                                       const std::optional<std::string>& invalid_arguments) {
-  if (invalid_arguments && invalid_arguments->empty()) return std::nullopt;
+tool_call_payload tool_call_payload::of(std::string_view name, const json::object& arguments,
+                                        const std::optional<std::string>& invalid_arguments) {
   tool_call_payload p;
   p.name = name;
   p.arguments_text = json_text(arguments);
-  if (invalid_arguments) p.invalid_arguments = *invalid_arguments;
+  if (invalid_arguments) p.extra = json_extras(json::object{{"invalid_arguments", *invalid_arguments}});
   return p;
 }
 
@@ -278,8 +280,6 @@ std::optional<std::string_view> entry_payload::string(std::string_view key) cons
                  },
                  [&](const tool_call_payload& p) -> std::optional<std::string_view> {
                    if (key == "name") return p.name.view();
-                   if (key == "invalid_arguments")
-                     return p.invalid_arguments.empty() ? std::nullopt : std::optional(p.invalid_arguments.view());
                    if (key == "arguments") return std::nullopt;
                    return extra_string(p.extra, key);
                  },
@@ -349,8 +349,6 @@ json::object entry_payload::to_json() const {
                                  json::object o(3);
                                  o.emplace("name", p.name.view());
                                  o.emplace("arguments", p.arguments());
-                                 if (!p.invalid_arguments.empty())
-                                   o.emplace("invalid_arguments", p.invalid_arguments.view());
                                  p.extra.write_to(o);
                                  return o;
                                },
@@ -394,7 +392,6 @@ void entry_payload::append_text(std::string& out) const {
                           text_writer w(out);
                           w.string("name", p.name);
                           w.raw("arguments", p.arguments_text);
-                          if (!p.invalid_arguments.empty()) w.string("invalid_arguments", p.invalid_arguments);
                           w.close(p.extra);
                         },
                         [&](const tool_result_payload& p) {

@@ -8,7 +8,7 @@
 // kept whole as JSON; the accessors of entry_payload read either form.
 //
 //   message      {role, content, thinking?, finish_reason?}
-//   tool_call    {name, arguments: {...}, invalid_arguments?}
+//   tool_call    {name, arguments: {...}, invalid_arguments?}   (the last among the extras)
 //   tool_result  {name, result} | {name, error: {...}}
 //   summary      {from_seq, to_seq, content, model?}
 //   error        {type, message, ...}
@@ -16,6 +16,7 @@
 #include "signals/error_info.hpp"
 #include "signals/json_text.hpp"
 #include "signals/tool_result.hpp"
+#include "strategy/interned_name.hpp"
 #include "strategy/json_extras.hpp"
 #include "strategy/small_string.hpp"
 
@@ -23,6 +24,7 @@
 #include <boost/json/value.hpp>
 #include <boost/json/value_ref.hpp>
 
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -33,11 +35,18 @@
 
 namespace troupe {
 
+// The roles and finish reasons the providers troupe speaks write: a
+// message's role and finish reason take 8 bytes when they are one of these.
+inline constexpr std::array<std::string_view, 13> message_words = {
+    "user",           "assistant",     "system",   "tool",     "stop",       "length",       "tool_calls",
+    "content_filter", "function_call", "end_turn", "tool_use", "max_tokens", "stop_sequence"};
+using message_word = interned_name<message_words>;
+
 struct message_payload {
-  small_string role;
+  message_word role;
   small_string content;
   small_string thinking;       // absent when empty
-  small_string finish_reason;  // absent when empty
+  message_word finish_reason;  // absent when empty
   json_extras extra;
 
   friend bool operator==(const message_payload&, const message_payload&) = default;
@@ -45,14 +54,15 @@ struct message_payload {
 
 struct tool_call_payload {
   small_string name;
-  small_string arguments_text;     // the arguments object as JSON text (json_text)
-  small_string invalid_arguments;  // absent when empty
+  small_string arguments_text;  // the arguments object as JSON text (json_text)
+  // invalid_arguments, when the model's arguments were not a JSON object,
+  // is the first of these: a field of its own made every entry 8 bytes
+  // larger for a member that is rarely there.
   json_extras extra;
 
-  // The machine's tool call; nullopt for a shape this struct cannot hold
-  // (an empty invalid_arguments), which then goes as JSON.
-  static std::optional<tool_call_payload> of(std::string_view name, const boost::json::object& arguments,
-                                             const std::optional<std::string>& invalid_arguments);
+  // The machine's tool call.
+  static tool_call_payload of(std::string_view name, const boost::json::object& arguments,
+                              const std::optional<std::string>& invalid_arguments);
   boost::json::object arguments() const;
   friend bool operator==(const tool_call_payload&, const tool_call_payload&) = default;
 };

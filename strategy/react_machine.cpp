@@ -120,14 +120,8 @@ class stepper {
                                      [&](const auto& q) { return q.call.id == p.call.id; });
       if (p.call.id.empty() || taken) p.call.id = ids_.next("toolcall");
 
-      if (auto typed = tool_call_payload::of(p.call.name, p.call.arguments, p.call.invalid_arguments)) {
-        commit(std::move(*typed), refs(state_.call_id, p.call.id));
-      } else {
-        // An empty invalid_arguments text: the typed struct has no room for it.
-        json::object payload{{"name", p.call.name}, {"arguments", p.call.arguments}};
-        payload.emplace("invalid_arguments", *p.call.invalid_arguments);
-        commit(entry_draft(std::string(entry_kind::tool_call), std::move(payload), refs(state_.call_id, p.call.id)));
-      }
+      commit(tool_call_payload::of(p.call.name, p.call.arguments, p.call.invalid_arguments),
+             refs(state_.call_id, p.call.id));
 
       if (!find_tool(config_.tools, p.call.name)) {
         p.outcome = error_info::of(error_type::unknown_tool, unknown_tool_message(p.call.name));

@@ -96,12 +96,19 @@ TEST_CASE("typed payloads and refs write the JSON the machine wrote before") {
   }
   SECTION("a tool call keeps its arguments") {
     const auto p = tool_call_payload::of("weather", json::object{{"city", "Zürich"}, {"n", 2.5}}, std::nullopt);
-    REQUIRE(p);
-    CHECK(json_text(entry_payload(*p)) == R"({"name":"weather","arguments":{"city":"Zürich","n":2.5}})");
-    CHECK(p->arguments() == json::object{{"city", "Zürich"}, {"n", 2.5}});
+    CHECK(json_text(entry_payload(p)) == R"({"name":"weather","arguments":{"city":"Zürich","n":2.5}})");
+    CHECK(p.arguments() == json::object{{"city", "Zürich"}, {"n", 2.5}});
   }
-  SECTION("an empty invalid_arguments is not typed, so that it is kept") {
-    CHECK_FALSE(tool_call_payload::of("t", {}, std::string()));
+  SECTION("a tool call's invalid_arguments, empty or not, follows its arguments and reads back") {
+    for (const std::string text : {"{\"q\": ", ""}) {
+      const entry_payload p = tool_call_payload::of("t", {}, text);
+      CHECK(json_text(p) ==
+            json_text(json::object{{"name", "t"}, {"arguments", json::object()}, {"invalid_arguments", text}}));
+      CHECK(p.string("invalid_arguments") == text);
+      const entry_payload back = entry_payload::from_json("tool_call", p.to_json());
+      CHECK(back.is_typed());
+      CHECK(back == p);
+    }
   }
   SECTION("tool results: a string, a value, an error") {
     CHECK(json_text(entry_payload(tool_result_payload::of("t", json::value("ok")))) == R"({"name":"t","result":"ok"})");
@@ -164,8 +171,18 @@ TEST_CASE("an entry's kind is 8 bytes: troupe's kinds point at constants, others
   moved = message;  // gives its own block back
   CHECK(moved == "message");
   CHECK(kind_name("a") < kind_name("b"));
-  // Four entries fill jemalloc's 1,024-byte class exactly (a thread's first segment).
-  CHECK(sizeof(entry) == 256);
+}
+
+TEST_CASE("a message's role and finish reason are 8 bytes: the providers' words point at constants") {
+  const message_payload p{"assistant", "hi", {}, "tool_calls", {}};
+  CHECK(p.role.view().data() == message_word("assistant").view().data());
+  CHECK(p.finish_reason == "tool_calls");
+  const message_payload odd{"narrator", "once upon a time", {}, "ran_out_of_story", {}};
+  CHECK(odd.role == "narrator");
+  CHECK(odd.finish_reason == "ran_out_of_story");
+  CHECK(json_text(entry_payload(odd)) ==
+        R"({"role":"narrator","content":"once upon a time","finish_reason":"ran_out_of_story"})");
+  CHECK(entry_payload::from_json("message", entry_payload(odd).to_json()) == entry_payload(odd));
 }
 
 TEST_CASE("refs whose iteration does not fit 32 bits stay JSON, byte for byte") {
