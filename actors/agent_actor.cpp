@@ -993,6 +993,10 @@ caf::result<caf::message> handle_as(Answer (*handle)(agent_self, Args&...), agen
 // behaviour every agent holds is one shared object, and handles nothing an
 // agent is sent.
 caf::result<caf::message> agent_dispatch(caf::scheduled_actor* actor, caf::message_view& view) {
+  // A typed behaviour would not compile without a handler for each message
+  // of the interface; the switch below has no such check.
+  static_assert(caf::detail::tl_size<agent_actor::signatures>::value == 9,
+                "agent_actor's interface changed: give agent_dispatch a case for each of its messages");
   auto self = static_cast<agent_self>(actor);
   const caf::type_erased_tuple& xs = view.content();
   if (!xs.empty() && xs.match_element<caf::atom_value>(0)) {
@@ -1021,9 +1025,9 @@ caf::result<caf::message> agent_dispatch(caf::scheduled_actor* actor, caf::messa
   return caf::print_and_drop(actor, view);
 }
 
-// Never sent: a behaviour needs a handler to keep its actor alive, and this
-// one is the same object for every agent.
-using no_message_atom = caf::atom_constant<caf::atom("agentnone")>;
+// A type no message is made of: a behaviour needs a handler to keep its
+// actor alive, and this one is the same object for every agent.
+struct never_sent {};
 
 agent_actor::behavior_type agent_behavior(agent_self self, agent_launch launch, std::shared_ptr<runtime_context> ctx) {
   auto& st = self->state;
@@ -1038,7 +1042,7 @@ agent_actor::behavior_type agent_behavior(agent_self self, agent_launch launch, 
         std::make_unique<seeded_source>(seeded_source{random_ids(*st.ctx->seed ^ st.executor_key), seeded_epoch_ms});
   st.threads = thread_table<thread_slot>({st.profile->max_loaded_threads, st.profile->thread_idle_timeout});
   self->set_default_handler(agent_dispatch);
-  static const caf::behavior shared{[](no_message_atom) {}};
+  static const caf::behavior shared{[](never_sent) {}};
   return {agent_actor::behavior_type::unsafe_init{}, shared};
 }
 

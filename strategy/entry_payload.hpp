@@ -8,7 +8,7 @@
 // kept whole as JSON; the accessors of entry_payload read either form.
 //
 //   message      {role, content, thinking?, finish_reason?}
-//   tool_call    {name, arguments: {...}, invalid_arguments?}   (the last among the extras)
+//   tool_call    {name, arguments: {...}, invalid_arguments?}   (invalid_arguments among the extras)
 //   tool_result  {name, result} | {name, error: {...}}
 //   summary      {from_seq, to_seq, content, model?}
 //   error        {type, message, ...}
@@ -56,8 +56,9 @@ struct tool_call_payload {
   small_string name;
   small_string arguments_text;  // the arguments object as JSON text (json_text)
   // invalid_arguments, when the model's arguments were not a JSON object,
-  // is the first of these: a field of its own made every entry 8 bytes
-  // larger for a member that is rarely there.
+  // is one of these (the first, as the machine writes it; read from JSON,
+  // where it was): a field of its own made every entry 8 bytes larger for a
+  // member that is rarely there.
   json_extras extra;
 
   // The machine's tool call.
