@@ -14,9 +14,9 @@ memory_store::shard& memory_store::shard_of(const std::string& thread_id) {
 stored<thread> memory_store::load(const std::string& thread_id) {
   shard& s = shard_of(thread_id);
   std::lock_guard lock(s.mutex);
-  auto it = s.threads.find(thread_id);
+  auto it = s.threads.find(std::string_view(thread_id));
   if (it == s.threads.end()) return store_error{"not_found", "no thread " + thread_id};
-  return thread(it->second);
+  return thread(it->view);
 }
 
 stored<std::uint64_t> memory_store::append_fenced(const thread_view& t, std::uint64_t expected_rev,
@@ -51,16 +51,16 @@ stored<std::uint64_t> memory_store::append(const thread_view& t, std::uint64_t e
   {
     shard& s = shard_of(t.id());
     std::lock_guard lock(s.mutex);
-    auto it = s.threads.find(t.id());
-    const std::uint64_t stored_rev = it == s.threads.end() ? 0 : it->second.rev();
+    auto it = s.threads.find(std::string_view(t.id()));
+    const std::uint64_t stored_rev = it == s.threads.end() ? 0 : it->view.rev();
     if (stored_rev != expected_rev)
       return store_error{"conflict", "thread " + t.id() + " is at rev " + std::to_string(stored_rev) + ", not " +
                                          std::to_string(expected_rev)};
     if (it == s.threads.end()) {
-      s.threads.emplace(t.id(), t);
+      s.threads.insert(stored_view{t});
     } else {
-      stored_size = it->second.size();
-      it->second = t;
+      stored_size = it->view.size();
+      it->view = t;
     }
   }
   // Most threads belong to no conversation: their commits stop here.
@@ -75,11 +75,20 @@ stored<std::uint64_t> memory_store::append(const thread_view& t, std::uint64_t e
   return t.rev();
 }
 
+bool memory_store::erase_thread(const std::string& thread_id) {
+  shard& s = shard_of(thread_id);
+  std::lock_guard lock(s.mutex);
+  auto it = s.threads.find(std::string_view(thread_id));
+  if (it == s.threads.end()) return false;
+  s.threads.erase(it);
+  return true;
+}
+
 std::vector<std::string> memory_store::list() {
   std::vector<std::string> out;
   for (shard& s : shards_) {
     std::lock_guard lock(s.mutex);
-    for (const auto& [id, _] : s.threads) out.push_back(id);
+    for (const stored_view& stored : s.threads) out.push_back(stored.view.id());
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -94,9 +103,7 @@ bool memory_store::remove(const std::string& thread_id) {
       conversation_of_thread_.erase(owner);
     }
   }
-  shard& s = shard_of(thread_id);
-  std::lock_guard lock(s.mutex);
-  return s.threads.erase(thread_id) > 0;
+  return erase_thread(thread_id);
 }
 
 stored<conversation> memory_store::get_or_create_conversation(const conversation_key& key) {
@@ -205,9 +212,7 @@ stored<void> memory_store::delete_conversation(const std::string& conversation_i
     opened_order_.erase(conversation_id);
     conversations_.erase(it);
   }
-  shard& s = shard_of(thread_id);
-  std::lock_guard lock(s.mutex);
-  s.threads.erase(thread_id);
+  erase_thread(thread_id);
   return {};
 }
 

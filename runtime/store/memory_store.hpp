@@ -12,7 +12,9 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace troupe {
 
@@ -43,12 +45,27 @@ class memory_store final : public thread_store, public conversation_store {
   stored<void> delete_conversation(const std::string& conversation_id) override;
 
  private:
+  // A stored thread, found by its id. A set keyed by the view's own id, not
+  // a map from a copy of it: one copy of the id less per thread (a memory
+  // store holds every agent's thread), and a hash node a jemalloc class
+  // smaller. A commit replaces the view, never its id, so the key stays.
+  struct stored_view {
+    mutable thread_view view;
+  };
+  struct by_id {
+    using is_transparent = void;
+    static std::string_view id(const stored_view& s) { return s.view.id(); }
+    static std::string_view id(std::string_view s) { return s; }
+    std::size_t operator()(const auto& x) const { return std::hash<std::string_view>{}(id(x)); }
+    bool operator()(const auto& a, const auto& b) const { return id(a) == id(b); }
+  };
   // Sharded so that many agents committing at once rarely share a lock.
   struct shard {
     std::mutex mutex;
-    std::unordered_map<std::string, thread_view> threads;
+    std::unordered_set<stored_view, by_id, by_id> threads;
   };
   shard& shard_of(const std::string& thread_id);
+  bool erase_thread(const std::string& thread_id);
   std::array<shard, 16> shards_;
 
   // Conversations are few next to commits: one lock. Never held together
