@@ -14,7 +14,7 @@ memory_store::shard& memory_store::shard_of(const std::string& thread_id) {
 stored<thread> memory_store::load(const std::string& thread_id) {
   shard& s = shard_of(thread_id);
   std::lock_guard lock(s.mutex);
-  auto it = s.threads.find(std::string_view(thread_id));
+  auto it = s.threads.find(thread_id);
   if (it == s.threads.end()) return store_error{"not_found", "no thread " + thread_id};
   return thread(it->view);
 }
@@ -51,7 +51,7 @@ stored<std::uint64_t> memory_store::append(const thread_view& t, std::uint64_t e
   {
     shard& s = shard_of(t.id());
     std::lock_guard lock(s.mutex);
-    auto it = s.threads.find(std::string_view(t.id()));
+    auto it = s.threads.find(t.id());
     const std::uint64_t stored_rev = it == s.threads.end() ? 0 : it->view.rev();
     if (stored_rev != expected_rev)
       return store_error{"conflict", "thread " + t.id() + " is at rev " + std::to_string(stored_rev) + ", not " +
@@ -78,7 +78,7 @@ stored<std::uint64_t> memory_store::append(const thread_view& t, std::uint64_t e
 bool memory_store::erase_thread(const std::string& thread_id) {
   shard& s = shard_of(thread_id);
   std::lock_guard lock(s.mutex);
-  auto it = s.threads.find(std::string_view(thread_id));
+  auto it = s.threads.find(thread_id);
   if (it == s.threads.end()) return false;
   s.threads.erase(it);
   return true;

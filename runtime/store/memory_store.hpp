@@ -55,7 +55,7 @@ class memory_store final : public thread_store, public conversation_store {
   struct by_id {
     using is_transparent = void;
     static std::string_view id(const stored_view& s) { return s.view.id(); }
-    static std::string_view id(std::string_view s) { return s; }
+    static std::string_view id(std::string_view s) { return s; }  // a lookup by id, without a stored_view made for it
     std::size_t operator()(const auto& x) const { return std::hash<std::string_view>{}(id(x)); }
     bool operator()(const auto& a, const auto& b) const { return id(a) == id(b); }
   };
