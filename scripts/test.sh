@@ -31,4 +31,6 @@ npm ci --prefix tests/mcp --no-audit --no-fund
 npm ci --prefix tests/serve/js --no-audit --no-fund
 bash scripts/build.sh
 cd "${TROUPE_BUILD_DIR:-build}"
-bash "$root/scripts/with-postgres.sh" ctest --output-on-failure --parallel "$(nproc)"
+# A test that hangs fails after 300 s (the slowest takes ~15 s) instead of
+# holding the run until CI's limit.
+bash "$root/scripts/with-postgres.sh" ctest --output-on-failure --parallel "$(nproc)" --timeout 300
