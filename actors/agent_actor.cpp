@@ -447,11 +447,7 @@ class agent_logic {
   }
 
   // Gives a lease up, so that another process need not wait for it to expire.
-  void release(const std::string& thread_id, const thread_lease& lease) {
-    stores().submit([store = stores().shared_store(), thread_id, lease](store_job_status why) {
-      if (why == store_job_status::run) store->release_lease(thread_id, lease);
-    });
-  }
+  void release(const std::string& thread_id, const thread_lease& lease) { stores().release_lease(thread_id, lease); }
 
   void release_leases() {
     st_.threads.for_each([&](const std::string& id, thread_slot& slot) {

@@ -32,6 +32,10 @@ class timed_store final : public thread_store {
     inner_->acquire_lease_queued(thread_id, owner, now_ms, ttl, std::move(done));
   }
   void release_lease(const std::string& thread_id, const thread_lease& held) override;
+  void release_lease_queued(const std::string& thread_id, const thread_lease& held,
+                            std::function<void()> done) override {
+    inner_->release_lease_queued(thread_id, held, std::move(done));
+  }
   std::vector<std::string> list() override { return inner_->list(); }
   bool remove(const std::string& thread_id) override { return inner_->remove(thread_id); }
   stored<thread> fork(const std::string& thread_id, std::uint64_t at_seq, const std::string& new_id,

@@ -113,6 +113,16 @@ void store_executor::acquire_lease_then(std::string thread_id, std::string owner
     answered(store_error{"internal", "the store threw: " + *what + "; no lease was taken"});
 }
 
+void store_executor::release_lease(std::string thread_id, thread_lease held) {
+  if (store_->queues_lease_takes()) {
+    thrown_by([&] { store_->release_lease_queued(thread_id, held, {}); });
+    return;
+  }
+  submit([this, thread_id = std::move(thread_id), held = std::move(held)](store_job_status why) {
+    if (why == store_job_status::run) thrown_by([&] { store_->release_lease(thread_id, held); });
+  });
+}
+
 void store_executor::submit(job j) {
   if (threads_.empty()) {  // an immediate store: its calls do not block
     j(store_job_status::run);

@@ -78,6 +78,11 @@ class store_executor {
   using leased_job = std::function<void(store_job_status, stored<thread_lease>)>;
   void acquire_lease_then(std::string thread_id, std::string owner, std::chrono::milliseconds ttl, leased_job then);
 
+  // Gives a lease up (thread_store::release_lease) without waiting: in the
+  // store's next batch if it queues lease takes, else on a store thread. A
+  // lease not given up expires all the same, so nothing answers.
+  void release_lease(std::string thread_id, thread_lease held);
+
   std::size_t threads() const { return threads_.size(); }
   std::chrono::milliseconds deadline() const { return options_.deadline; }
 

@@ -32,6 +32,12 @@ stored<thread_lease> thread_store::acquire_lease(const std::string&, const std::
 
 void thread_store::release_lease(const std::string&, const thread_lease&) {}
 
+void thread_store::release_lease_queued(const std::string& thread_id, const thread_lease& held,
+                                        std::function<void()> done) {
+  release_lease(thread_id, held);
+  if (done) done();
+}
+
 stored<thread> thread_store::fork(const std::string& thread_id, std::uint64_t at_seq, const std::string& new_id,
                                   std::int64_t now_ms) {
   auto parent = load(thread_id);

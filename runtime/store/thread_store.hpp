@@ -88,14 +88,22 @@ class thread_store {
   // for stores that keep no leases (one process), always grants epoch 1.
   virtual stored<thread_lease> acquire_lease(const std::string& thread_id, const std::string& owner,
                                              std::int64_t now_ms, std::chrono::milliseconds ttl);
-  // Gives a lease up early, so that another owner need not wait for it to
-  // expire; nothing if `held` is no longer the thread's lease.
   // acquire_lease() without waiting, as append_queued() is to append(), for
-  // stores that say they queue it; the default runs it on the caller's thread.
+  // stores that say they queue it (and queue release_lease_queued() too);
+  // the default runs it on the caller's thread.
   virtual bool queues_lease_takes() const { return false; }
   virtual void acquire_lease_queued(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
                                     std::chrono::milliseconds ttl, lease_done done);
+  // Gives a lease up early, so that another owner need not wait for it to
+  // expire; nothing if `held` is no longer the thread's lease.
   virtual void release_lease(const std::string& thread_id, const thread_lease& held);
+  // release_lease() without waiting: a store that queues lease takes gives
+  // leases up in its batches too, so that agents stopping by the thousand
+  // do not make a round trip or a transaction each. `done` (if any) is
+  // called on a store thread once it is given up, or could not be (a lease
+  // not given up expires all the same). The default runs it on the caller's
+  // thread.
+  virtual void release_lease_queued(const std::string& thread_id, const thread_lease& held, std::function<void()> done);
   virtual std::vector<std::string> list() = 0;
   virtual bool remove(const std::string& thread_id) = 0;
 

@@ -196,8 +196,8 @@ TEST_CASE("a timed store times every commit and passes everything on", "[serve][
 
 namespace {
 
-// A store that queues its lease takes (as SQLite's and PostgreSQL's do), and
-// counts the takes that reach it that way.
+// A store that queues its lease takes and releases (as SQLite's and
+// PostgreSQL's do), and counts those that reach it that way.
 class queueing_leases final : public thread_store {
  public:
   stored<thread> load(const std::string& id) override { return inner.load(id); }
@@ -210,13 +210,20 @@ class queueing_leases final : public thread_store {
     ++queued_takes;
     done(inner.acquire_lease(thread_id, owner, now_ms, ttl));
   }
+  void release_lease_queued(const std::string& thread_id, const thread_lease& held,
+                            std::function<void()> done) override {
+    ++queued_releases;
+    inner.release_lease(thread_id, held);
+    done();
+  }
   memory_store inner;
   int queued_takes = 0;
+  int queued_releases = 0;
 };
 
 }  // namespace
 
-TEST_CASE("a timed store lets lease takes queue as the wrapped store's do", "[serve][metrics]") {
+TEST_CASE("a timed store lets lease takes and releases queue as the wrapped store's do", "[serve][metrics]") {
   auto inner = std::make_shared<queueing_leases>();
   timed_store store(inner, [](double) {});
   CHECK(store.queues_lease_takes());
@@ -226,4 +233,8 @@ TEST_CASE("a timed store lets lease takes queue as the wrapped store's do", "[se
   REQUIRE(taken->has_value());
   CHECK((*taken)->owner == "A");
   CHECK(inner->queued_takes == 1);
+  bool given_up = false;
+  store.release_lease_queued("t1", **taken, [&] { given_up = true; });
+  CHECK(given_up);
+  CHECK(inner->queued_releases == 1);
 }

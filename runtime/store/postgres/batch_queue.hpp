@@ -49,6 +49,15 @@ struct queued_take {
   std::chrono::steady_clock::time_point queued_at;
 };
 
+// One lease release waiting for its batch; `done` is called with its
+// outcome (nothing, or why it was not given up).
+struct queued_release {
+  std::string thread_id;
+  thread_lease held;
+  std::function<void(std::optional<store_error>)> done;
+  std::chrono::steady_clock::time_point queued_at;
+};
+
 // `Item` has a `done` callable with a store_error (cleared once called) and
 // a `queued_at`.
 template <class Item>

@@ -33,6 +33,7 @@ template <class Item>
 class batch_queue;
 struct queued_append;
 struct queued_take;
+struct queued_release;
 }  // namespace postgres
 
 struct postgres_options {
@@ -76,6 +77,9 @@ class postgres_store final : public thread_store, public conversation_store {
   void acquire_lease_queued(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
                             std::chrono::milliseconds ttl, lease_done done) override;
   void release_lease(const std::string& thread_id, const thread_lease& held) override;
+  // And so do lease releases from agents that stop.
+  void release_lease_queued(const std::string& thread_id, const thread_lease& held,
+                            std::function<void()> done) override;
   std::vector<std::string> list() override;
   bool remove(const std::string& thread_id) override;
 
@@ -100,11 +104,14 @@ class postgres_store final : public thread_store, public conversation_store {
   std::size_t append_batch(std::vector<postgres::queued_append>& batch);
   // Takes a batch of queued leases in one call; returns its transactions.
   std::size_t take_lease_batch(std::vector<postgres::queued_take>& batch);
+  // Gives a batch of leases up in one statement; returns its transactions.
+  std::size_t release_lease_batch(std::vector<postgres::queued_release>& batch);
 
   std::unique_ptr<postgres::connection_pool> pool_;
   // Made after pool_, gone before it.
   std::unique_ptr<postgres::batch_queue<postgres::queued_append>> queue_;
   std::unique_ptr<postgres::batch_queue<postgres::queued_take>> leases_;
+  std::unique_ptr<postgres::batch_queue<postgres::queued_release>> releases_;
 
   std::mutex ids_mutex_;
   random_ids ids_;

@@ -315,4 +315,36 @@ void postgres_store::release_lease(const std::string& thread_id, const thread_le
       {thread_id, held.owner, std::to_string(held.epoch)});
 }
 
+void postgres_store::release_lease_queued(const std::string& thread_id, const thread_lease& held,
+                                          std::function<void()> done) {
+  releases_->submit(postgres::queued_release{thread_id,
+                                             held,
+                                             [done = std::move(done)](std::optional<store_error>) {
+                                               if (done) done();
+                                             },
+                                             {}});
+}
+
+std::size_t postgres_store::release_lease_batch(std::vector<postgres::queued_release>& batch) {
+  // Each on its own, as release_lease() gives it up: for a batch of one,
+  // and when the batch's call failed as a whole (it gave nothing up then).
+  auto one_by_one = [&] {
+    for (postgres::queued_release& a : batch) {
+      release_lease(a.thread_id, a.held);
+      answer(a, std::optional<store_error>());
+    }
+    return batch.size();
+  };
+  if (batch.size() == 1) return one_by_one();
+  const result r = run_batch(*pool_, "SELECT troupe_release_leases($1::json)", batch,
+                             [](std::string& out, const postgres::queued_release& a) {
+                               out += "{\"id\":" + json_text(json::string(a.thread_id)) +
+                                      ",\"owner\":" + json_text(json::string(a.held.owner)) +
+                                      ",\"epoch\":" + std::to_string(a.held.epoch) + "}";
+                             });
+  if (!r.ok()) return one_by_one();
+  for (postgres::queued_release& a : batch) answer(a, std::optional<store_error>());
+  return 1;
+}
+
 }  // namespace troupe

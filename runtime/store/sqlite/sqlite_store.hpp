@@ -60,6 +60,9 @@ class sqlite_store final : public thread_store, public conversation_store {
   stored<thread_lease> acquire_lease(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
                                      std::chrono::milliseconds ttl) override;
   void release_lease(const std::string& thread_id, const thread_lease& held) override;
+  // Joins the writer's next transaction, as queued commits do.
+  void release_lease_queued(const std::string& thread_id, const thread_lease& held,
+                            std::function<void()> done) override;
   bool queues_lease_takes() const override { return true; }
   void acquire_lease_queued(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
                             std::chrono::milliseconds ttl, lease_done done) override;

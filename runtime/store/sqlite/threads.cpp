@@ -292,14 +292,29 @@ void sqlite_store::acquire_lease_queued(const std::string& thread_id, const std:
       });
 }
 
+namespace {
+
+// Gives `held` up in the writer's transaction, if it is still the thread's.
+std::optional<store_error> give_up_lease(connection& c, const std::string& thread_id, const thread_lease& held) {
+  auto current = lease_in(c, thread_id);
+  if (!current) return current.error();
+  if (!*current) return std::nullopt;
+  return write_lease(c, thread_id, lease_released(**current, held));
+}
+
+}  // namespace
+
 void sqlite_store::release_lease(const std::string& thread_id, const thread_lease& held) {
-  const sqlite::write_work work = [&](connection& c) -> std::optional<store_error> {
-    auto current = lease_in(c, thread_id);
-    if (!current) return current.error();
-    if (!*current) return std::nullopt;
-    return write_lease(c, thread_id, lease_released(**current, held));
-  };
+  const sqlite::write_work work = [&](connection& c) { return give_up_lease(c, thread_id, held); };
   write(work);  // a lease not given up expires all the same
+}
+
+void sqlite_store::release_lease_queued(const std::string& thread_id, const thread_lease& held,
+                                        std::function<void()> done) {
+  commits_.submit([thread_id, held](connection& c) { return give_up_lease(c, thread_id, held); },
+                  [done = std::move(done)](std::optional<store_error>) {
+                    if (done) done();
+                  });
 }
 
 }  // namespace troupe

@@ -158,6 +158,20 @@ TEST_CASE("a PostgreSQL batch answers and writes what committing one by one does
   });
 }
 
+namespace {
+
+// The leases, a line each in thread order: what a batch left behind.
+std::string leases_in(PGconn* c) {
+  postgres::result leases =
+      postgres::run(c, "SELECT concat_ws(' ', thread_id, owner, epoch, expires_at) FROM leases ORDER BY thread_id");
+  REQUIRE(leases.ok());
+  std::string seen;
+  for (int i = 0; i < leases.rows(); ++i) seen += leases.text(i, 0) + "\n";
+  return seen;
+}
+
+}  // namespace
+
 // Lease takes at load go in batches too (troupe_take_leases); each must
 // answer and leave the leases as troupe_take_lease does, in batch order.
 TEST_CASE("a PostgreSQL batch of lease takes answers as taking them one by one does") {
@@ -196,11 +210,7 @@ TEST_CASE("a PostgreSQL batch of lease takes answers as taking them one by one d
         for (const take& t : takes)
           rows(postgres::run(c, "SELECT * FROM troupe_take_lease($1, $2, 500, 1500)", {t.id, t.owner}), 0);
       }
-      seen += "--\n";
-      postgres::result leases =
-          postgres::run(c, "SELECT concat_ws(' ', thread_id, owner, epoch, expires_at) FROM leases ORDER BY thread_id");
-      REQUIRE(leases.ok());
-      for (int i = 0; i < leases.rows(); ++i) seen += leases.text(i, 0) + "\n";
+      seen += "--\n" + leases_in(c);
       REQUIRE(postgres::run(c, "ROLLBACK").ok());
       return seen;
     };
@@ -218,5 +228,51 @@ TEST_CASE("a PostgreSQL batch of lease takes answers as taking them one by one d
       CHECK(by_set == outcome(takes, false));
       CHECK_THAT(by_set, Catch::Contains("taken A 1 1500 \nowned A 1 1500 \ntaken A 2 1500 \n"));
     }
+  });
+}
+
+// Leases given up by agents that stop go in batches too
+// (troupe_release_leases); a batch must leave the leases as releasing each
+// on its own does.
+TEST_CASE("a PostgreSQL batch of lease releases gives up what releasing them one by one does") {
+  postgres_backend backend({}, postgres_backend::opening::later);
+  REQUIRE_BACKEND(backend);
+  backend.sql([](PGconn* c) {
+    postgres::migrate(c);
+    REQUIRE(postgres::run(c,
+                          "INSERT INTO leases VALUES ('mine', 'A', 3, 900), ('taken-over', 'B', 4, 900), "
+                          "('older', 'A', 5, 900), ('given-up', 'A', 1, 0), ('twice', 'A', 2, 900)")
+                .ok());
+    struct release {
+      std::string id, owner;
+      int epoch;
+    };
+    // The leases after the releases, rolled back.
+    auto outcome = [&](const std::vector<release>& releases, bool batched) {
+      REQUIRE(postgres::run(c, "BEGIN").ok());
+      if (batched) {
+        std::string batch = "[";
+        for (const release& r : releases)
+          batch += std::string(batch.size() > 1 ? "," : "") + "{\"id\":\"" + r.id + "\",\"owner\":\"" + r.owner +
+                   "\",\"epoch\":" + std::to_string(r.epoch) + "}";
+        REQUIRE(postgres::run(c, "SELECT troupe_release_leases($1::json)", {batch + "]"}).ok());
+      } else {
+        // What postgres_store::release_lease runs for one.
+        for (const release& r : releases)
+          REQUIRE(postgres::run(c,
+                                "UPDATE leases SET expires_at = 0 WHERE thread_id = $1 AND owner = $2 AND epoch = $3",
+                                {r.id, r.owner, std::to_string(r.epoch)})
+                      .ok());
+      }
+      const std::string seen = leases_in(c);
+      REQUIRE(postgres::run(c, "ROLLBACK").ok());
+      return seen;
+    };
+    const std::vector<release> releases{{"mine", "A", 3},     {"taken-over", "A", 3}, {"older", "A", 4},
+                                        {"given-up", "A", 1}, {"missing", "A", 1},    {"twice", "A", 2},
+                                        {"twice", "A", 2}};
+    const std::string by_set = outcome(releases, true);
+    CHECK(by_set == outcome(releases, false));
+    CHECK(by_set == "given-up A 1 0\nmine A 3 0\nolder A 5 900\ntaken-over B 4 900\ntwice A 2 0\n");
   });
 }
