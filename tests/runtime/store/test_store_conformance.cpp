@@ -562,11 +562,13 @@ TEMPLATE_TEST_CASE("a thread's lease: one owner at a time, a new epoch per take,
     const std::vector<std::string> ids_of{"leased", "other-1", "other-2", "other-3"};
     // Given up one after the other without waiting: a store that batches
     // them may carry several in one call; a stale release rides along.
-    std::vector<std::promise<void>> given_up(held.size() + 1);
-    store.release_lease_queued("other-3", thread_lease{"A", 9, 0}, [&] { given_up.back().set_value(); });
+    // Shared with the callbacks: a store that answers after a failed wait
+    // must not find them gone.
+    auto given_up = std::make_shared<std::vector<std::promise<void>>>(held.size() + 1);
+    store.release_lease_queued("other-3", thread_lease{"A", 9, 0}, [given_up] { given_up->back().set_value(); });
     for (std::size_t i = 0; i < held.size(); ++i)
-      store.release_lease_queued(ids_of[i], held[i], [&given_up, i] { given_up[i].set_value(); });
-    for (auto& p : given_up) REQUIRE(p.get_future().wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+      store.release_lease_queued(ids_of[i], held[i], [given_up, i] { (*given_up)[i].set_value(); });
+    for (auto& p : *given_up) REQUIRE(p.get_future().wait_for(std::chrono::seconds(20)) == std::future_status::ready);
     for (const auto& id : ids_of) {
       const auto b = store.acquire_lease(id, "B", 1'500, ttl);
       REQUIRE(b.has_value());
