@@ -41,7 +41,8 @@ store_executor::store_executor(std::shared_ptr<thread_store> store, store_execut
 store_executor::~store_executor() {
   {
     // What a lease take queued hands on to a store thread must still find
-    // this executor running.
+    // this executor running, and leases given up at shutdown are given up
+    // when it ends.
     std::unique_lock lock(mutex_);
     leases_answered_.wait(lock, [&] { return leases_queued_ == 0; });
     stopping_ = true;
@@ -114,13 +115,27 @@ void store_executor::acquire_lease_then(std::string thread_id, std::string owner
 }
 
 void store_executor::release_lease(std::string thread_id, thread_lease held) {
-  if (store_->queues_lease_takes()) {
-    thrown_by([&] { store_->release_lease_queued(thread_id, held, {}); });
+  if (!store_->queues_lease_takes()) {
+    submit([this, thread_id = std::move(thread_id), held = std::move(held)](store_job_status why) {
+      if (why == store_job_status::run) thrown_by([&] { store_->release_lease(thread_id, held); });
+    });
     return;
   }
-  submit([this, thread_id = std::move(thread_id), held = std::move(held)](store_job_status why) {
-    if (why == store_job_status::run) thrown_by([&] { store_->release_lease(thread_id, held); });
-  });
+  // Counted until the store says it is given up, so that this executor's
+  // end, which an owner's shutdown waits for, comes after it.
+  std::function<void()> given_up;
+  {
+    std::lock_guard lock(mutex_);
+    if (!stopping_) {
+      ++leases_queued_;
+      given_up = [this] {
+        std::lock_guard lock(mutex_);
+        if (--leases_queued_ == 0) leases_answered_.notify_all();
+      };
+    }
+  }
+  // A store that throws has queued nothing.
+  if (thrown_by([&] { store_->release_lease_queued(thread_id, held, given_up); }) && given_up) given_up();
 }
 
 void store_executor::submit(job j) {

@@ -79,8 +79,9 @@ class store_executor {
   void acquire_lease_then(std::string thread_id, std::string owner, std::chrono::milliseconds ttl, leased_job then);
 
   // Gives a lease up (thread_store::release_lease) without waiting: in the
-  // store's next batch if it queues lease takes, else on a store thread. A
-  // lease not given up expires all the same, so nothing answers.
+  // store's next batch if it queues lease takes, else on a store thread;
+  // either way before this executor's destructor returns. A lease not given
+  // up expires all the same, so nothing answers.
   void release_lease(std::string thread_id, thread_lease held);
 
   std::size_t threads() const { return threads_.size(); }
@@ -100,7 +101,7 @@ class store_executor {
   std::condition_variable wake_;
   std::deque<queued_job> queue_;
   bool stopping_ = false;
-  std::size_t leases_queued_ = 0;  // lease takes a queued store has not answered yet
+  std::size_t leases_queued_ = 0;  // lease takes and releases a queued store has not answered yet
   std::condition_variable leases_answered_;
   std::vector<std::thread> threads_;
 };

@@ -102,7 +102,8 @@ class thread_store {
   // do not make a round trip or a transaction each. `done` (if any) is
   // called on a store thread once it is given up, or could not be (a lease
   // not given up expires all the same). The default runs it on the caller's
-  // thread.
+  // thread: a store that says it queues lease takes must queue this too,
+  // since the runtime calls it from its scheduler threads.
   virtual void release_lease_queued(const std::string& thread_id, const thread_lease& held, std::function<void()> done);
   virtual std::vector<std::string> list() = 0;
   virtual bool remove(const std::string& thread_id) = 0;

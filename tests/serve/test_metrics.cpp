@@ -3,6 +3,7 @@
 #include "apps/serve/timed_store.hpp"
 #include "runtime/random_ids.hpp"
 #include "runtime/store/memory_store.hpp"
+#include "support/memory_backed_store.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -198,12 +199,8 @@ namespace {
 
 // A store that queues its lease takes and releases (as SQLite's and
 // PostgreSQL's do), and counts those that reach it that way.
-class queueing_leases final : public thread_store {
+class queueing_leases final : public testing::memory_backed_store {
  public:
-  stored<thread> load(const std::string& id) override { return inner.load(id); }
-  stored<std::uint64_t> append(const thread_view& t, std::uint64_t rev) override { return inner.append(t, rev); }
-  std::vector<std::string> list() override { return inner.list(); }
-  bool remove(const std::string& id) override { return inner.remove(id); }
   bool queues_lease_takes() const override { return true; }
   void acquire_lease_queued(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
                             std::chrono::milliseconds ttl, lease_done done) override {
@@ -216,7 +213,6 @@ class queueing_leases final : public thread_store {
     inner.release_lease(thread_id, held);
     done();
   }
-  memory_store inner;
   int queued_takes = 0;
   int queued_releases = 0;
 };

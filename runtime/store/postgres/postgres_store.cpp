@@ -26,6 +26,8 @@ postgres_store::postgres_store(const std::string& conninfo, options o)
   leases_ = std::make_unique<postgres::lease_queue>(
       [this](std::vector<postgres::queued_take>& batch) { return take_lease_batch(batch); }, "lease take", o.max_batch,
       std::chrono::seconds(30));
+  // Releases keep their own deadline whatever the owner's: nobody waits on
+  // one but the owner's shutdown, and a lease not given up expires anyway.
   releases_ = std::make_unique<postgres::batch_queue<postgres::queued_release>>(
       [this](std::vector<postgres::queued_release>& batch) { return release_lease_batch(batch); }, "lease release",
       o.max_batch, std::chrono::seconds(30));

@@ -308,11 +308,20 @@ std::size_t postgres_store::take_lease_batch(std::vector<postgres::queued_take>&
   return 1;
 }
 
+namespace {
+
+// Gives `held` up, if it is still the thread's; a failure leaves it to expire.
+void give_up_lease(PGconn* c, const std::string& thread_id, const thread_lease& held) {
+  run(c, "UPDATE leases SET expires_at = 0 WHERE thread_id = $1 AND owner = $2 AND epoch = $3",
+      {thread_id, held.owner, std::to_string(held.epoch)});
+}
+
+}  // namespace
+
 void postgres_store::release_lease(const std::string& thread_id, const thread_lease& held) {
   lease l(*pool_);
   if (!l) return;  // a lease not given up expires all the same
-  run(l.get(), "UPDATE leases SET expires_at = 0 WHERE thread_id = $1 AND owner = $2 AND epoch = $3",
-      {thread_id, held.owner, std::to_string(held.epoch)});
+  give_up_lease(l.get(), thread_id, held);
 }
 
 void postgres_store::release_lease_queued(const std::string& thread_id, const thread_lease& held,
@@ -328,9 +337,12 @@ void postgres_store::release_lease_queued(const std::string& thread_id, const th
 std::size_t postgres_store::release_lease_batch(std::vector<postgres::queued_release>& batch) {
   // Each on its own, as release_lease() gives it up: for a batch of one,
   // and when the batch's call failed as a whole (it gave nothing up then).
+  // On one connection, and none if none can be had: with the server out of
+  // reach, a connection per release would wait out connect_timeout each.
   auto one_by_one = [&] {
+    lease l(*pool_);
     for (postgres::queued_release& a : batch) {
-      release_lease(a.thread_id, a.held);
+      if (l) give_up_lease(l.get(), a.thread_id, a.held);
       answer(a, std::optional<store_error>());
     }
     return batch.size();

@@ -554,26 +554,29 @@ TEMPLATE_TEST_CASE("a thread's lease: one owner at a time, a new epoch per take,
   }
   SECTION("leases given up without waiting may be taken once the store says so; a stale holder's stays") {
     std::vector<thread_lease> held{*a};
-    for (const char* id : {"other-1", "other-2", "other-3"}) {
+    for (const char* id : {"other-1", "other-2", "other-3", "kept"}) {
       const auto l = store.acquire_lease(id, "A", 1'000, ttl);
       REQUIRE(l.has_value());
       held.push_back(*l);
     }
     const std::vector<std::string> ids_of{"leased", "other-1", "other-2", "other-3"};
     // Given up one after the other without waiting: a store that batches
-    // them may carry several in one call; a stale release rides along.
-    // Shared with the callbacks: a store that answers after a failed wait
-    // must not find them gone.
-    auto given_up = std::make_shared<std::vector<std::promise<void>>>(held.size() + 1);
-    store.release_lease_queued("other-3", thread_lease{"A", 9, 0}, [given_up] { given_up->back().set_value(); });
-    for (std::size_t i = 0; i < held.size(); ++i)
+    // them may carry several in one call; a stale release of "kept" rides
+    // along. Shared with the callbacks: a store that answers after a failed
+    // wait must not find them gone.
+    auto given_up = std::make_shared<std::vector<std::promise<void>>>(ids_of.size() + 1);
+    for (std::size_t i = 0; i < ids_of.size(); ++i) {
+      if (i == 2)
+        store.release_lease_queued("kept", thread_lease{"A", 9, 0}, [given_up] { given_up->back().set_value(); });
       store.release_lease_queued(ids_of[i], held[i], [given_up, i] { (*given_up)[i].set_value(); });
+    }
     for (auto& p : *given_up) REQUIRE(p.get_future().wait_for(std::chrono::seconds(20)) == std::future_status::ready);
     for (const auto& id : ids_of) {
       const auto b = store.acquire_lease(id, "B", 1'500, ttl);
       REQUIRE(b.has_value());
       CHECK(b->epoch == 2);
     }
+    CHECK(store.acquire_lease("kept", "B", 1'500, ttl).error().type == "owned");
   }
   SECTION("a commit under no lease of a leased thread is fenced; unfenced commits are not checked") {
     t.append(note(2), 2, ids);

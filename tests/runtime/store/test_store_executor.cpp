@@ -5,6 +5,7 @@
 #include "runtime/store/store_executor.hpp"
 #include "support/detached.hpp"
 #include "support/entry_builders.hpp"
+#include "support/memory_backed_store.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -18,23 +19,18 @@ using namespace troupe::testing;
 namespace {
 
 // A memory store that blocks like a database would, and says where it ran.
-class blocking_store final : public thread_store {
+class blocking_store final : public memory_backed_store {
  public:
   std::atomic<bool> hold{false};
   std::atomic<bool> holding{false};
   std::thread::id ran_on;
 
-  stored<thread> load(const std::string& id) override { return inner.load(id); }
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override {
     ran_on = std::this_thread::get_id();
     holding = true;
     while (hold) std::this_thread::yield();
     return inner.append(t, expected_rev);
   }
-  std::vector<std::string> list() override { return inner.list(); }
-  bool remove(const std::string& id) override { return inner.remove(id); }
-
-  memory_store inner;
 };
 
 std::future<stored<std::uint64_t>> commit(store_executor& stores, const thread_view& t, std::uint64_t rev) {
@@ -119,4 +115,33 @@ TEST_CASE("an executor shut down with calls queued answers each of them") {
   const auto r = queued.get();
   // Either it was picked up before the shutdown, or it is told why not.
   if (!r) CHECK_THAT(r.error().message, Catch::Contains("shutting down"));
+}
+
+namespace {
+
+// A store that queues lease takes and releases, and gives a release up only
+// when the test says so (as a writer thread would, later).
+class deferred_releases final : public memory_backed_store {
+ public:
+  bool queues_lease_takes() const override { return true; }
+  void release_lease_queued(const std::string&, const thread_lease&, std::function<void()> done) override {
+    pending = std::move(done);
+    queued = true;
+  }
+  std::function<void()> pending;
+  std::atomic<bool> queued{false};
+};
+
+}  // namespace
+
+TEST_CASE("an executor ends after the leases given up through it, for a store that queues them") {
+  auto store = std::make_shared<deferred_releases>();
+  auto stores = std::make_unique<store_executor>(store, store_executor_options{.threads = 1});
+  stores->release_lease("t1", thread_lease{"A", 1, 5'000});
+  REQUIRE(store->queued);  // handed to the store at once, not to a store thread
+  auto destroyed = on_detached_thread([&stores] { stores.reset(); });
+  // Still waiting for the store, which has not given the lease up yet.
+  CHECK(destroyed.wait_for(std::chrono::milliseconds(100)) == std::future_status::timeout);
+  store->pending();
+  REQUIRE(finishes(destroyed));
 }
