@@ -106,8 +106,7 @@ void store_executor::acquire_lease_then(std::string thread_id, std::string owner
     submit([then = std::move(then), taken = std::move(taken)](store_job_status why) mutable {
       then(why, std::move(taken));
     });
-    std::lock_guard lock(mutex_);
-    if (--leases_queued_ == 0) leases_answered_.notify_all();
+    lease_work_answered();
   };
   // A store that throws (it should answer with an error) has queued nothing.
   if (auto what = thrown_by([&] { store_->acquire_lease_queued(thread_id, owner, wall_clock_ms(), ttl, answered); }))
@@ -128,14 +127,16 @@ void store_executor::release_lease(std::string thread_id, thread_lease held) {
     std::lock_guard lock(mutex_);
     if (!stopping_) {
       ++leases_queued_;
-      given_up = [this] {
-        std::lock_guard lock(mutex_);
-        if (--leases_queued_ == 0) leases_answered_.notify_all();
-      };
+      given_up = [this] { lease_work_answered(); };
     }
   }
   // A store that throws has queued nothing.
   if (thrown_by([&] { store_->release_lease_queued(thread_id, held, given_up); }) && given_up) given_up();
+}
+
+void store_executor::lease_work_answered() {
+  std::lock_guard lock(mutex_);
+  if (--leases_queued_ == 0) leases_answered_.notify_all();
 }
 
 void store_executor::submit(job j) {

@@ -93,6 +93,9 @@ class store_executor {
     std::chrono::steady_clock::time_point queued_at;
   };
   void loop();
+  // A lease take or release a queued store was handed is answered: the
+  // executor's end no longer waits for it.
+  void lease_work_answered();
 
   std::shared_ptr<thread_store> store_;
   commit_path path_;
