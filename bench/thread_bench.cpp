@@ -235,7 +235,8 @@ struct turn_driver {
   std::int64_t now = 1'700'000'000'000;
   std::uint64_t n = 0;
 
-  turn_driver() {
+  explicit turn_driver(context_policy context = {}) {
+    config.context = std::move(context);
     config.system_prompt = "You are a weather assistant.";
     config.model = "bench";
     config.tools = make_tool_set({tool_spec{"weather", "Weather by city", {{"type", "object"}}}});
@@ -289,9 +290,10 @@ void BM_entry_memory(benchmark::State& state) {
 
 // One turn (four steps) on a thread that already holds N turns: time and
 // operator-new calls per turn. The thread grows by one turn per iteration.
-void BM_one_turn(benchmark::State& state) {
+// With the default policy (the last 3 turns) unless `context` says otherwise.
+void one_turn(benchmark::State& state, context_policy context) {
   const auto turns = static_cast<std::size_t>(state.range(0));
-  turn_driver d;
+  turn_driver d(std::move(context));
   auto fresh = [&] {
     react_thread rt(thread("bench"));
     for (std::size_t i = 0; i < turns; ++i) d.turn(rt);
@@ -316,10 +318,17 @@ void BM_one_turn(benchmark::State& state) {
   state.counters["entries"] = static_cast<double>(rt.history().size());
 }
 
+void BM_one_turn(benchmark::State& state) { one_turn(state, {}); }
+
+// The same turn with a window of up to 50 turns (long_context): each model
+// call's context holds most of a 100-turn thread.
+void BM_one_turn_long_context(benchmark::State& state) { one_turn(state, context_policy::long_context()); }
+
 }  // namespace
 
 BENCHMARK(BM_entry_memory)->Arg(100)->Arg(100'000)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_one_turn)->Arg(100)->Arg(100'000)->Iterations(2'000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_one_turn_long_context)->Arg(100)->Iterations(2'000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_project_8k_window)->Arg(1'000)->Arg(1'000'000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_thread_append<false>)->Name("BM_thread_append")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_vector_push_back_baseline)->Unit(benchmark::kMillisecond);

@@ -111,6 +111,213 @@ class window_source {
 
 bool is_tool_kind(std::string_view k) { return k == entry_kind::tool_call || k == entry_kind::tool_result; }
 
+// One step of the walk down from `i` (> lower): a unit, or what the walk
+// passes over (an entry of a kind the model does not see, a summary, a tool
+// unit whose calls and results do not match one for one). The walk goes on
+// from `first`.
+struct walk_step {
+  std::size_t first, last;  // inclusive, in the source
+  bool is_unit;
+  std::size_t messages;  // the unit's messages: 1, or the assistant's and one per result
+};
+
+walk_step step_down(const window_source& src, std::size_t i, std::size_t lower, const context_policy& policy) {
+  const std::size_t end = i - 1;
+  const std::string_view k = src.kind(end);
+  if (!policy.includes(k) || k == entry_kind::summary) return {end, end, false, 0};
+  if (!is_tool_kind(k)) return {end, end, true, 1};
+  // Results follow their calls: walk back over the results, then over every
+  // call of the same model call; the unit is sent only if its calls and
+  // results match one for one. A handful of ids at most: small vectors,
+  // compared as sorted lists.
+  std::size_t first = end;
+  std::vector<std::string_view> calls, results;
+  std::string_view call_id;
+  auto take = [&](std::size_t j) {
+    const std::string_view id = src.refs(j).tool_call_id();
+    if (src.kind(j) == entry_kind::tool_result) {
+      results.push_back(id);
+    } else {
+      calls.push_back(id);
+      if (call_id.empty()) call_id = src.refs(j).call_id();
+    }
+  };
+  take(end);
+  while (first > lower) {
+    const std::size_t j = first - 1;
+    const std::string_view pk = src.kind(j);
+    if (!policy.includes(pk)) {
+      --first;
+    } else if (pk == entry_kind::tool_result && calls.empty()) {
+      take(j);
+      --first;
+    } else if (pk == entry_kind::tool_call &&
+               (calls.size() < results.size() || call_id.empty() || src.refs(j).call_id() == call_id)) {
+      take(j);
+      --first;
+    } else {
+      break;
+    }
+  }
+  // The assistant's own words of the same model call belong to the unit.
+  if (!call_id.empty() && first > lower && src.kind(first - 1) == entry_kind::message &&
+      src.refs(first - 1).call_id() == call_id && string_field(src.payload(first - 1), "role") == "assistant")
+    --first;
+  std::sort(calls.begin(), calls.end());
+  std::sort(results.begin(), results.end());
+  return {first, end, !calls.empty() && calls == results, 1 + results.size()};
+}
+
+// A unit the window decides on.
+struct window_unit {
+  std::size_t first, last;  // inclusive, in the source
+  std::int64_t cost;
+  std::size_t messages;
+  bool is_user, mandatory;                         // mandatory: the input of this call
+  std::shared_ptr<const unit_cache::unit> stored;  // an earlier projection's, with its messages
+};
+
+window_unit found_unit(const window_source& src, const walk_step& s, const context_policy& policy) {
+  std::int64_t cost = 0;
+  for (std::size_t j = s.first; j <= s.last; ++j)
+    if (policy.includes(src.kind(j))) cost += src.tokens(j);
+  const bool is_user = src.kind(s.last) == entry_kind::message && string_field(src.payload(s.last), "role") == "user";
+  return {s.first, s.last, cost, s.messages, is_user, src.is_pending(s.last), nullptr};
+}
+
+// An earlier window's unit, decided on again: its entries are committed now.
+window_unit stored_unit(const std::shared_ptr<const unit_cache::unit>& u) {
+  return {static_cast<std::size_t>(u->first_seq),
+          static_cast<std::size_t>(u->last_seq),
+          u->cost,
+          u->message_count,
+          u->is_user,
+          false,
+          u};
+}
+
+// The window's decisions, unit by unit from the newest: steps 4 and 5.
+class window {
+ public:
+  window(const context_policy& policy, std::size_t lower, std::int64_t left, std::size_t start)
+      : policy_(policy), lower_(lower), left_(left), at_(start) {}
+
+  // Decides on the next unit down. False when the walk ends: the unit is
+  // the last one kept, or is left out.
+  bool offer(const window_unit& u) {
+    at_ = u.last + 1;  // stopping here leaves it just past this unit: the newest one left out
+    if (!u.mandatory) {
+      if (policy_.keep_last_turns && turns_ >= policy_.keep_last_turns) return stop();
+      if (policy_.max_messages && messages_ + u.messages > policy_.max_messages) return stop();
+      if (u.cost > left_) {
+        if (!kept_.empty()) return stop();
+        oversized_ = true;  // the newest unit goes alone, whatever it costs
+      }
+    } else if (u.cost > left_) {
+      oversized_ = true;
+    }
+    at_ = u.first;
+    kept_.push_back(u);
+    left_ -= u.cost;
+    used_ += u.cost;
+    messages_ += u.messages;
+    if (u.is_user) ++turns_;
+    if (oversized_ && !u.mandatory) {
+      stopped_early_ = at_ > lower_;
+      return false;
+    }
+    return true;
+  }
+  // The walk passed over entries down to `i`.
+  void pass_to(std::size_t i) { at_ = i; }
+  // The walk stands where an earlier one with these units stood.
+  void resume(std::size_t at, bool stopped_early) {
+    at_ = at;
+    stopped_early_ = stopped_early;
+  }
+
+  std::size_t at() const { return at_; }
+  bool stopped_early() const { return stopped_early_; }
+  bool oversized() const { return oversized_; }
+  std::int64_t used() const { return used_; }
+  const std::vector<window_unit>& kept() const { return kept_; }  // newest first
+
+ private:
+  bool stop() {
+    stopped_early_ = true;
+    return false;
+  }
+
+  const context_policy& policy_;
+  std::size_t lower_;
+  std::int64_t left_, used_ = 0;
+  std::size_t at_;  // every entry from here on is decided
+  std::size_t turns_ = 0, messages_ = 0;
+  bool oversized_ = false, stopped_early_ = false;
+  std::vector<window_unit> kept_;
+};
+
+// The full walk, from the newest entry down to the summary's boundary.
+void walk(const window_source& src, const context_policy& policy, std::size_t lower, window& w) {
+  while (w.at() > lower) {
+    const walk_step s = step_down(src, w.at(), lower, policy);
+    if (!s.is_unit) {
+      w.pass_to(s.first);
+      continue;
+    }
+    if (!w.offer(found_unit(src, s, policy))) return;
+  }
+}
+
+// Whether `cache` was left by a projection of this thread: the same id, and
+// the entries it saw still there (its pending ones committed since).
+bool made_from(const unit_cache& cache, const thread_view& t) {
+  if (cache.thread_id != t.id()) return false;
+  if (!cache.extend_from) return true;
+  const unit_cache::basis& b = *cache.extend_from;
+  return t.size() >= b.end && (b.committed == 0 || t.at_seq(b.committed - 1)->id == b.last_committed_id);
+}
+
+// The earlier window, if this projection can extend it: the same policy,
+// summary and fixed cost.
+const unit_cache::basis* extendable(const unit_cache* cache, const context_policy& policy, std::size_t lower,
+                                    std::int64_t fixed) {
+  if (!cache || !cache->extend_from) return nullptr;
+  const unit_cache::basis& b = *cache->extend_from;
+  if (b.lower != lower || b.fixed != fixed || b.end < lower || !(b.policy == policy)) return nullptr;
+  return &b;
+}
+
+// Extends the earlier window: walks the entries appended since (false if a
+// unit among them reaches into what the earlier walk saw: it was grouped
+// differently then), then decides on the earlier window's units as stored.
+// Decided from the newest, the earlier units meet a window that has only
+// less room left (less budget, more turns and messages kept) than the
+// earlier walk had when it met them: if all are kept again, the walk would
+// go on below them exactly as the earlier one did, and stop where it stopped.
+bool extend(const window_source& src, const context_policy& policy, std::size_t lower, const unit_cache& cache,
+            window& w) {
+  const unit_cache::basis& b = *cache.extend_from;
+  std::vector<walk_step> appended;  // newest first
+  for (std::size_t i = src.size(); i > b.end;) {
+    const walk_step s = step_down(src, i, lower, policy);
+    if (s.first < b.end) return false;
+    appended.push_back(s);
+    i = s.first;
+  }
+  for (const walk_step& s : appended) {
+    if (!s.is_unit) {
+      w.pass_to(s.first);
+      continue;
+    }
+    if (!w.offer(found_unit(src, s, policy))) return true;
+  }
+  for (auto u = cache.units.rbegin(); u != cache.units.rend(); ++u)
+    if (!w.offer(stored_unit(*u))) return true;
+  w.resume(b.stop_at, b.stopped_early);
+  return true;
+}
+
 }  // namespace
 
 projection project(const thread_view& t, const context_policy& policy, std::span<const entry_draft> pending,
@@ -123,6 +330,7 @@ projection project(const thread_view& t, const context_policy& policy, std::span
   meta.basis_rev = t.rev();
   if (!t.empty()) meta.basis_last_seq = t.size() - 1;
   meta.pending_count = pending.size();
+  if (cache && !made_from(*cache, t)) cache = nullptr;
 
   // 2. The summary and the boundary it sets.
   const entry* summary =
@@ -138,117 +346,18 @@ projection project(const thread_view& t, const context_policy& policy, std::span
 
   std::int64_t fixed = system_prompt.empty() ? 0 : est.text(system_prompt) + est.per_message();
   if (summary) fixed += est.text(summary_text) + est.per_message();
-  std::int64_t left = policy.input_budget() - fixed;
 
-  // 3-5. Units, newest first.
+  // 3-5. Units, newest first: the entries appended since the cached window
+  // and then that window's units, or the whole walk.
   const window_source src(t, pending);
-  struct unit {
-    std::size_t first, last;  // inclusive, in src
-    std::int64_t cost;
-    std::size_t messages;
-    bool is_user, mandatory;
-  };
-  std::vector<unit> kept;
-  std::size_t turns = 0, messages = 0;
-  std::int64_t used = 0;
-  std::size_t i = src.size();
-  bool stopped_early = false;
-  while (i > lower) {
-    const std::size_t end = i - 1;
-    const std::string_view k = src.kind(end);
-    if (!policy.includes(k) || k == entry_kind::summary) {
-      i = end;
-      continue;
-    }
-    std::size_t first = end;
-    std::size_t unit_messages = 1;
-    bool complete = true;
-    if (is_tool_kind(k)) {
-      // Results follow their calls: walk back over the results, then over
-      // every call of the same model call; the unit is sent only if its calls
-      // and results match one for one.
-      // A handful of ids at most: small vectors, compared as sorted lists.
-      std::vector<std::string_view> calls, results;
-      std::string_view call_id;
-      auto take = [&](std::size_t j) {
-        const std::string_view id = src.refs(j).tool_call_id();
-        if (src.kind(j) == entry_kind::tool_result) {
-          results.push_back(id);
-        } else {
-          calls.push_back(id);
-          if (call_id.empty()) call_id = src.refs(j).call_id();
-        }
-      };
-      take(end);
-      while (first > lower) {
-        const std::size_t j = first - 1;
-        const std::string_view pk = src.kind(j);
-        if (!policy.includes(pk)) {
-          --first;
-        } else if (pk == entry_kind::tool_result && calls.empty()) {
-          take(j);
-          --first;
-        } else if (pk == entry_kind::tool_call &&
-                   (calls.size() < results.size() || call_id.empty() || src.refs(j).call_id() == call_id)) {
-          take(j);
-          --first;
-        } else {
-          break;
-        }
-      }
-      // The assistant's own words of the same model call belong to the unit.
-      if (!call_id.empty() && first > lower && src.kind(first - 1) == entry_kind::message &&
-          src.refs(first - 1).call_id() == call_id && string_field(src.payload(first - 1), "role") == "assistant")
-        --first;
-      std::sort(calls.begin(), calls.end());
-      std::sort(results.begin(), results.end());
-      complete = !calls.empty() && calls == results;
-      unit_messages = 1 + results.size();
-    }
-    if (!complete) {  // never a call without its results, nor a result without its call
-      i = first;
-      continue;
-    }
-
-    std::int64_t cost = 0;
-    for (std::size_t j = first; j <= end; ++j)
-      if (policy.includes(src.kind(j))) cost += src.tokens(j);
-    const bool mandatory = src.is_pending(end);  // the input of this call
-    const bool is_user = k == entry_kind::message && string_field(src.payload(end), "role") == "user";
-    // Stopping leaves `i` just past this unit: it is the newest one left out.
-    if (!mandatory) {
-      if (policy.keep_last_turns && turns >= policy.keep_last_turns) {
-        stopped_early = true;
-        break;
-      }
-      if (policy.max_messages && messages + unit_messages > policy.max_messages) {
-        stopped_early = true;
-        break;
-      }
-      if (cost > left) {
-        if (!kept.empty()) {
-          stopped_early = true;
-          break;
-        }
-        meta.oversized = true;  // the newest unit goes alone, whatever it costs
-      }
-    } else if (cost > left) {
-      meta.oversized = true;
-    }
-    i = first;
-    kept.push_back({first, end, cost, unit_messages, is_user, mandatory});
-    left -= cost;
-    used += cost;
-    messages += unit_messages;
-    if (is_user) ++turns;
-    if (meta.oversized && !mandatory) {
-      stopped_early = i > lower;
-      break;
-    }
-  }
+  window w(policy, lower, policy.input_budget() - fixed, src.size());
+  const unit_cache::basis* basis = extendable(cache, policy, lower, fixed);
+  const bool extended = basis && extend(src, policy, lower, *cache, w);
+  if (!extended) walk(src, policy, lower, w);  // extend decides nothing when it fails
+  meta.oversized = w.oversized();
   // Anything of an included kind left between the boundary and the window?
-  if (stopped_early) {
-    for (std::size_t j = i; j-- > lower;)
+  if (w.stopped_early()) {
+    for (std::size_t j = w.at(); j-- > lower;)
       if (policy.includes(src.kind(j)) && src.kind(j) != entry_kind::summary) {
         meta.truncated = true;
         if (!src.is_pending(j)) meta.dropped_to_seq = j;
@@ -257,45 +366,74 @@ projection project(const thread_view& t, const context_policy& policy, std::span
   }
 
   // 6. In order.
-  projected built;
-  if (!system_prompt.empty()) built.messages.push_back(llm_message{"system", std::string(system_prompt), {}, {}, {}});
+  const std::vector<window_unit>& kept = w.kept();
+  message_list messages;
+  messages.reserve(2 + kept.size() * 2);
+  std::shared_ptr<llm_message> system;
+  if (!system_prompt.empty()) {
+    if (cache && cache->system && cache->system->content == system_prompt)
+      system = cache->system;
+    else
+      system = std::make_shared<llm_message>(llm_message{"system", std::string(system_prompt), {}, {}, {}});
+    messages.push_shared(system);
+  }
   if (summary) {
-    built.messages.push_back(
+    messages.push_back(
         llm_message{policy.summary_as == summary_role::system ? "system" : "user", summary_text, {}, {}, {}});
     meta.summary_used = true;
   }
-  if (cache && cache->thread_id != t.id()) cache = nullptr;
+  const bool same_kinds =
+      cache && (!cache->extend_from || cache->extend_from->policy.include_kinds == policy.include_kinds);
+  std::vector<std::shared_ptr<const unit_cache::unit>> units;
+  units.reserve(kept.size());
+  for (auto u = kept.rbegin(); u != kept.rend(); ++u) {
+    std::shared_ptr<const unit_cache::unit> made = u->stored;
+    // A unit of committed entries the earlier projection had, found by its
+    // bounds when the window was walked again. Only if the same kinds were
+    // included: the bounds alone do not say which of its entries it shows.
+    if (!made && same_kinds && !src.is_pending(u->last)) {
+      auto it = std::lower_bound(cache->units.begin(), cache->units.end(), u->first,
+                                 [](const auto& x, std::uint64_t seq) { return x->first_seq < seq; });
+      if (it != cache->units.end() && (*it)->first_seq == u->first && (*it)->last_seq == u->last) made = *it;
+    }
+    if (!made) {
+      projected built;
+      projector p(built);
+      std::size_t included = 0;
+      for (std::size_t j = u->first; j <= u->last; ++j)
+        if (policy.includes(src.kind(j)) && src.kind(j) != entry_kind::summary) {
+          p.add(src.kind(j), src.payload(j), src.refs(j));
+          ++included;
+        }
+      made = std::make_shared<const unit_cache::unit>(unit_cache::unit{u->first, u->last, built.messages.shared_from(0),
+                                                                       u->cost, u->messages, included, u->is_user});
+    }
+    // Its pending entries are not in the thread yet.
+    meta.entries_included += made->entries_included;
+    if (src.is_pending(u->last))
+      for (std::size_t j = std::max<std::size_t>(u->first, t.size()); j <= u->last; ++j)
+        if (policy.includes(src.kind(j)) && src.kind(j) != entry_kind::summary) --meta.entries_included;
+    for (const auto& m : made->messages) messages.push_shared(m);
+    units.push_back(std::move(made));
+  }
+  out.messages = std::move(messages);
+  meta.estimated_tokens = fixed + w.used();
+
   if (next_cache) {
     next_cache->thread_id = t.id();
-    next_cache->units.clear();
+    next_cache->units = std::move(units);
+    next_cache->system = std::move(system);
+    unit_cache::basis& b = next_cache->extend_from.emplace();
+    b.end = src.size();
+    b.committed = t.size();
+    b.last_committed_id = t.empty() ? small_string() : t.at_seq(t.size() - 1)->id;
+    b.policy = policy;
+    b.lower = lower;
+    b.fixed = fixed;
+    b.stop_at = w.at();
+    b.stopped_early = w.stopped_early();
+    b.extended = extended;
   }
-  for (auto u = kept.rbegin(); u != kept.rend(); ++u) {
-    const bool committed = !src.is_pending(u->last);
-    for (std::size_t j = u->first; j <= u->last; ++j)
-      if (policy.includes(src.kind(j)) && src.kind(j) != entry_kind::summary && !src.is_pending(j))
-        ++meta.entries_included;
-    // A committed unit's messages from the last projection, if it had them.
-    const unit_cache::unit* known = nullptr;
-    if (cache && committed) {
-      auto it = std::lower_bound(cache->units.begin(), cache->units.end(), u->first,
-                                 [](const unit_cache::unit& x, std::uint64_t seq) { return x.first_seq < seq; });
-      if (it != cache->units.end() && it->first_seq == u->first && it->last_seq == u->last) known = &*it;
-    }
-    const std::size_t start = built.messages.size();
-    if (known) {
-      for (const auto& m : known->messages) built.messages.push_shared(m);
-    } else {
-      projected unit_messages;
-      projector p(unit_messages);
-      for (std::size_t j = u->first; j <= u->last; ++j)
-        if (policy.includes(src.kind(j)) && src.kind(j) != entry_kind::summary)
-          p.add(src.kind(j), src.payload(j), src.refs(j));
-      for (const auto& m : unit_messages.messages.shared_from(0)) built.messages.push_shared(m);
-    }
-    if (next_cache && committed) next_cache->units.push_back({u->first, u->last, built.messages.shared_from(start)});
-  }
-  out.messages = std::move(built.messages);
-  meta.estimated_tokens = fixed + used;
 
   const std::size_t since_summary = t.size() > lower ? t.size() - lower : 0;
   meta.needs_summary =
@@ -315,7 +453,7 @@ projection project(const thread_view& t, const context_policy& policy, std::span
   std::size_t after = src.size();  // the first index that stays after the summary
   std::int64_t kept_tokens = 0;
   std::size_t kept_turns = 0, kept_messages = 0;
-  for (const unit& u : kept) {
+  for (const window_unit& u : kept) {
     if (!u.mandatory && (kept_tokens + u.cost > token_share || (turn_share && kept_turns >= turn_share) ||
                          (message_share && kept_messages + u.messages > message_share)))
       break;

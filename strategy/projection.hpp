@@ -1,7 +1,9 @@
 #pragma once
-// The model's context as a projection of the thread: computed fresh for each
-// model call from the committed entries plus the entries about to be
-// committed with it, and thrown away afterwards.
+// The model's context as a projection of the thread: made for each model
+// call from the committed entries plus the entries about to be committed
+// with it. A machine keeps what its last projection decided (unit_cache),
+// and the next one extends that window by the entries appended since,
+// instead of walking the window again.
 //
 // Messages, tool calls and tool results become the model's messages (an
 // assistant's tool calls grouped into one assistant message followed by their
@@ -11,6 +13,7 @@
 #include "directives/context_meta.hpp"
 #include "directives/llm_message.hpp"
 #include "strategy/context_policy.hpp"
+#include "strategy/small_string.hpp"
 #include "strategy/thread.hpp"
 
 #include <cstdint>
@@ -32,17 +35,42 @@ struct projection {
   context_meta meta;
 };
 
-// The messages of the complete units of a thread's last projection. A unit
-// of committed entries never changes, so the next projection of the same
-// thread reuses them instead of building them again; it holds only what the
-// window held, so it stays small.
+// What a projection of a thread decided, for the next projection of the
+// same thread to reuse: the messages of the window's units (a unit of
+// committed entries never changes), and what the window was decided from,
+// so that the next one can extend it by the entries appended since instead
+// of walking the window again. It holds only what the window held, so it
+// stays small.
+//
+// A cache describes the thread it was made from with the projection's
+// pending entries committed, as the step that made it commits them: a
+// machine keeps it in the state that step leaves (react_state), which is
+// adopted only once they are stored.
 struct unit_cache {
   struct unit {
     std::uint64_t first_seq, last_seq;
     std::vector<std::shared_ptr<llm_message>> messages;
+    std::int64_t cost = 0;             // tokens of its included entries
+    std::size_t message_count = 0;     // messages it counts as for max_messages
+    std::size_t entries_included = 0;  // entries of included kinds
+    bool is_user = false;              // begins a turn
+  };
+  // Where the window's walk stood, and what its decisions rested on.
+  struct basis {
+    std::uint64_t end = 0;        // the entries it saw: committed and pending
+    std::uint64_t committed = 0;  // of which committed
+    small_string last_committed_id;
+    context_policy policy;
+    std::size_t lower = 0;    // the latest summary's boundary
+    std::int64_t fixed = 0;   // the tokens of the system prompt and summary
+    std::size_t stop_at = 0;  // where the walk stopped
+    bool stopped_early = false;
+    bool extended = false;  // this window extended an earlier one instead of being walked
   };
   std::string thread_id;
-  std::vector<unit> units;  // by first_seq
+  std::vector<std::shared_ptr<const unit>> units;  // the window, by first_seq
+  std::optional<basis> extend_from;
+  std::shared_ptr<llm_message> system;  // the system prompt's message, shared while it stays the same
 };
 
 // The model's context under a policy:
@@ -57,9 +85,12 @@ struct unit_cache {
 //     pending entries.
 // Deterministic, and it reads only the entries it could include: its cost
 // grows with the window, not with the thread.
-// `cache` (optional) holds the units of an earlier projection of the same
-// thread; the units of this one are left in `next_cache` (when given). The
-// result is the same with or without them.
+// `cache` (optional) is what an earlier projection of the same thread left;
+// this one's is left in `next_cache` (when given). With the same policy and
+// summary, this projection walks only the entries appended since and then
+// decides on the earlier window's units as stored; otherwise it walks the
+// window and reuses the units it finds there. The result is the same with or
+// without a cache.
 projection project(const thread_view& t, const context_policy& policy, std::span<const entry_draft> pending,
                    std::string_view system_prompt, const unit_cache* cache = nullptr, unit_cache* next_cache = nullptr);
 

@@ -127,6 +127,123 @@ TEST_CASE("a projection that reuses an earlier one's units is the same as a fres
   }
 }
 
+namespace {
+
+// The thread's first `n` entries, as a thread of their own.
+thread first_entries(const thread& t, std::size_t n) {
+  return *thread::restore(
+      t.id(), n, 0, 0, {},
+      std::vector<entry>(t.entries().begin(), t.entries().begin() + static_cast<std::ptrdiff_t>(n)));
+}
+
+std::vector<entry_draft> as_drafts(const thread& t, std::size_t first, std::size_t last) {
+  std::vector<entry_draft> drafts;
+  for (std::size_t seq = first; seq < last; ++seq) {
+    const entry& e = *t.at_seq(seq);
+    drafts.push_back(entry_draft::of(std::string(std::string_view(e.kind)), e.payload, e.refs));
+  }
+  return drafts;
+}
+
+context_policy random_policy(std::mt19937& rng) {
+  context_policy p;
+  // Now and then a budget smaller than some units, so that the newest one goes alone.
+  p.max_input_tokens =
+      rng() % 4 == 0 ? 40 + static_cast<std::int64_t>(rng() % 150) : 300 + static_cast<std::int64_t>(rng() % 3000);
+  p.reserve_output_tokens = rng() % 2 ? 0 : 30;
+  p.keep_last_turns = rng() % 5;
+  p.max_messages = rng() % 3 == 0 ? 1 + rng() % 20 : 0;
+  const unsigned s = rng() % 4;
+  p.summaries = s == 0 ? summarization::none : s == 1 ? summarization::request_new : summarization::use_existing;
+  p.summarize_after_entries = rng() % 3 == 0 ? rng() % 10 : 0;
+  if (rng() % 6 == 0) p.include_kinds = {"message", "tool_call", "tool_result", "note"};
+  if (rng() % 8 == 0)
+    p.include_kinds = {"tool_call", "tool_result", "note"};  // the assistant's words still join its calls
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("a projection that extends the window an earlier one left is the same as a fresh one") {
+  // A thread projected as a machine projects it: each call sees what the
+  // earlier ones committed, the earlier call's pending entries among it,
+  // and entries of its own pending; now and then the policy or the system
+  // prompt changes, and summaries move the boundary.
+  std::mt19937 rng(23);
+  int extensions = 0, oversized = 0;
+  for (int round = 0; round < 300; ++round) {
+    const thread whole = random_thread(rng, 2 + rng() % 25);
+    context_policy p = random_policy(rng);
+    std::string prompt = "system prompt";
+    std::shared_ptr<const unit_cache> cache;
+    std::size_t committed = rng() % 3;
+    while (committed <= whole.size()) {
+      const std::size_t pending = std::min<std::size_t>(whole.size() - committed, rng() % 3);
+      const thread t = first_entries(whole, committed);
+      const std::vector<entry_draft> drafts = as_drafts(whole, committed, committed + pending);
+      auto next = std::make_shared<unit_cache>();
+      const projection extended = project(t, p, drafts, prompt, cache.get(), next.get());
+      const projection fresh = project(t, p, drafts, prompt);
+      INFO("round " << round << ", " << committed << " committed, " << pending << " pending");
+      REQUIRE(extended.messages == fresh.messages);
+      REQUIRE(extended.meta == fresh.meta);
+      extensions += next->extend_from->extended;
+      oversized += fresh.meta.oversized;
+      cache = next;
+      committed += std::max<std::size_t>(1, pending + rng() % 3);
+      if (rng() % 15 == 0) p = random_policy(rng);
+      if (rng() % 15 == 0)
+        prompt = rng() % 2 ? "system prompt" : "a longer system prompt, of more tokens than the other";
+    }
+  }
+  // Both paths ran, and the rarer decisions too.
+  REQUIRE(extensions > 1000);
+  REQUIRE(oversized > 100);
+}
+
+TEST_CASE("an extended window decides on the earlier window's units without reading them again") {
+  sequential_ids ids;
+  thread t("t");
+  for (int turn = 0; turn < 4; ++turn) {
+    t.append(msg("user", "question " + std::to_string(turn)), 1, ids);
+    t.append(msg("assistant", "answer " + std::to_string(turn), "c" + std::to_string(turn)), 1, ids);
+  }
+  context_policy p;
+  p.keep_last_turns = 0;
+  unit_cache cache;
+  const projection earlier = project(t, p, {}, "sys", nullptr, &cache);
+  REQUIRE(earlier.meta.entries_included == 8);
+  REQUIRE(cache.units.size() == 8);
+  REQUIRE(cache.extend_from);
+
+  const std::vector<entry_draft> question{msg("user", "question 4")};
+  SECTION("the units are the earlier projection's own messages") {
+    const projection next = project(t, p, question, "sys", &cache);
+    REQUIRE(next.messages.size() == 10);
+    REQUIRE(next.messages == project(t, p, question, "sys").messages);
+  }
+  SECTION("and their costs as stored: a stored unit made dear ends the window there") {
+    // Only a window that extends the stored one sees the changed cost; a
+    // walk of the thread would keep every unit.
+    auto dear = std::make_shared<unit_cache::unit>(*cache.units[5]);
+    dear->cost = p.input_budget();
+    cache.units[5] = dear;
+    const projection next = project(t, p, question, "sys", &cache);
+    REQUIRE(next.messages.size() == 4);  // the system prompt, units 6 and 7, the question
+    REQUIRE(next.meta.truncated);
+    REQUIRE(next.meta.dropped_to_seq == 5);
+  }
+  SECTION("a thread that is not the one the cache saw is walked again") {
+    thread other("t");
+    sequential_ids other_ids(100);
+    for (int turn = 0; turn < 4; ++turn) {
+      other.append(msg("user", "other question " + std::to_string(turn)), 1, other_ids);
+      other.append(msg("assistant", "other answer " + std::to_string(turn), "c"), 1, other_ids);
+    }
+    REQUIRE(project(other, p, question, "sys", &cache).messages == project(other, p, question, "sys").messages);
+  }
+}
+
 TEST_CASE("the newest unit goes alone when it is larger than the whole budget") {
   sequential_ids ids;
   thread t("t");
