@@ -3,6 +3,8 @@
 #include "signals/json_text.hpp"
 #include "strategy/token_estimator.hpp"
 
+#include <boost/container/small_vector.hpp>
+
 #include <algorithm>
 #include <limits>
 
@@ -128,10 +130,10 @@ walk_step step_down(const window_source& src, std::size_t i, std::size_t lower, 
   if (!is_tool_kind(k)) return {end, end, true, 1};
   // Results follow their calls: walk back over the results, then over every
   // call of the same model call; the unit is sent only if its calls and
-  // results match one for one. A handful of ids at most: small vectors,
-  // compared as sorted lists.
+  // results match one for one. A handful of ids at most: compared as
+  // sorted lists, kept in place.
   std::size_t first = end;
-  std::vector<std::string_view> calls, results;
+  boost::container::small_vector<std::string_view, 4> calls, results;
   std::string_view call_id;
   auto take = [&](std::size_t j) {
     const std::string_view id = src.refs(j).tool_call_id();
@@ -200,7 +202,9 @@ window_unit stored_unit(const std::shared_ptr<const unit_cache::unit>& u) {
 class window {
  public:
   window(const context_policy& policy, std::size_t lower, std::int64_t left, std::size_t start)
-      : policy_(policy), lower_(lower), left_(left), at_(start) {}
+      : policy_(policy), lower_(lower), left_(left), at_(start) {
+    kept_.reserve(16);  // a window of a few turns, in one block
+  }
 
   // Decides on the next unit down. False when the walk ends: the unit is
   // the last one kept, or is left out.
