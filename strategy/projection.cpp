@@ -90,7 +90,11 @@ namespace {
 // one sequence addressed by index.
 class window_source {
  public:
-  window_source(const thread_view& t, std::span<const entry_draft> pending) : t_(t), pending_(pending) {}
+  // A pending draft's token estimate is made once here (committed entries
+  // carry theirs): the walk and the cache's digest both read it.
+  window_source(const thread_view& t, std::span<const entry_draft> pending) : t_(t), pending_(pending) {
+    for (const entry_draft& d : pending) pending_tokens_.push_back(estimate_tokens(d.kind, d.payload));
+  }
   std::size_t size() const { return t_.size() + pending_.size(); }
   bool is_pending(std::size_t i) const { return i >= t_.size(); }
   std::string_view kind(std::size_t i) const {
@@ -103,12 +107,13 @@ class window_source {
     return is_pending(i) ? pending_[i - t_.size()].refs : t_.at_seq(i)->refs;
   }
   std::int64_t tokens(std::size_t i) const {
-    return is_pending(i) ? estimate_tokens(kind(i), payload(i)) : t_.at_seq(i)->tokens;
+    return is_pending(i) ? pending_tokens_[i - t_.size()] : t_.at_seq(i)->tokens;
   }
 
  private:
   const thread_view& t_;
   std::span<const entry_draft> pending_;
+  boost::container::small_vector<std::int64_t, 4> pending_tokens_;
 };
 
 bool is_tool_kind(std::string_view k) { return k == entry_kind::tool_call || k == entry_kind::tool_result; }
@@ -273,13 +278,32 @@ void walk(const window_source& src, const context_policy& policy, std::size_t lo
   }
 }
 
+// What a projection reads of entries [first, last), folded into one number:
+// kinds, correlation ids, roles, texts and names; tool arguments and
+// results only by their size (the token estimate).
+std::uint64_t digest_of(const window_source& src, std::size_t first, std::size_t last) {
+  std::uint64_t h = 0;
+  auto mix = [&h](std::uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  const std::hash<std::string_view> hash;
+  for (std::size_t i = first; i < last; ++i) {
+    mix(hash(src.kind(i)));
+    mix(static_cast<std::uint64_t>(src.tokens(i)));
+    mix(hash(src.refs(i).call_id()));
+    mix(hash(src.refs(i).tool_call_id()));
+    for (const std::string_view field : {"role", "content", "name"})
+      mix(hash(string_field(src.payload(i), field).value_or("")));
+  }
+  return h;
+}
+
 // Whether `cache` was left by a projection of this thread: the same id, and
-// the entries it saw still there (its pending ones committed since).
+// the entries it saw still there, its pending ones committed since.
 bool made_from(const unit_cache& cache, const thread_view& t) {
   if (cache.thread_id != t.id()) return false;
   if (!cache.extend_from) return true;
   const unit_cache::basis& b = *cache.extend_from;
-  return t.size() >= b.end && (b.committed == 0 || t.at_seq(b.committed - 1)->id == b.last_committed_id);
+  if (t.size() < b.end || (b.committed > 0 && t.at_seq(b.committed - 1)->id != b.last_committed_id)) return false;
+  return b.committed == b.end || digest_of(window_source(t, {}), b.committed, b.end) == b.pending_digest;
 }
 
 // The earlier window, if this projection can extend it: the same policy,
@@ -431,6 +455,7 @@ projection project(const thread_view& t, const context_policy& policy, std::span
     b.end = src.size();
     b.committed = t.size();
     b.last_committed_id = t.empty() ? small_string() : t.at_seq(t.size() - 1)->id;
+    b.pending_digest = pending.empty() ? 0 : digest_of(src, t.size(), src.size());
     b.policy = policy;
     b.lower = lower;
     b.fixed = fixed;

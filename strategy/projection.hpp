@@ -45,7 +45,9 @@ struct projection {
 // A cache describes the thread it was made from with the projection's
 // pending entries committed, as the step that made it commits them: a
 // machine keeps it in the state that step leaves (react_state), which is
-// adopted only once they are stored.
+// adopted only once they are stored. A thread that does not hold them (by
+// the entries' ids and what the projection read of the pending ones) is
+// projected without the cache.
 struct unit_cache {
   struct unit {
     std::uint64_t first_seq, last_seq;
@@ -60,6 +62,7 @@ struct unit_cache {
     std::uint64_t end = 0;        // the entries it saw: committed and pending
     std::uint64_t committed = 0;  // of which committed
     small_string last_committed_id;
+    std::uint64_t pending_digest = 0;  // of what the pending entries showed it (projection.cpp)
     context_policy policy;
     std::size_t lower = 0;    // the latest summary's boundary
     std::int64_t fixed = 0;   // the tokens of the system prompt and summary

@@ -233,6 +233,15 @@ TEST_CASE("an extended window decides on the earlier window's units without read
     REQUIRE(next.meta.truncated);
     REQUIRE(next.meta.dropped_to_seq == 5);
   }
+  SECTION("a thread whose newest entries are not the pending ones the cache saw is walked again") {
+    unit_cache with_question;
+    project(t, p, question, "sys", &cache, &with_question);
+    thread other = t;
+    other.append(msg("user", "question 5"), 1, ids);  // as long as "question 4", another text
+    const projection next = project(other, p, {}, "sys", &with_question);
+    REQUIRE(next.messages == project(other, p, {}, "sys").messages);
+    REQUIRE(next.messages.back().content == "question 5");
+  }
   SECTION("a thread that is not the one the cache saw is walked again") {
     thread other("t");
     sequential_ids other_ids(100);
