@@ -480,7 +480,8 @@ class agent_logic {
   // What arrived from an executor for a ready thread.
   void handle_signal(thread_slot& slot, const signal& s) {
     if (auto* r = std::get_if<tool_result>(&s); r && !slot.tools.finished(r->tool_call_id)) return;
-    if (auto seen = observe(slot.conversation.state(), s)) report(slot, std::move(*seen), s);
+    if (auto seen = observe(slot.conversation.state(), s, slot.running && slot.running->events))
+      report(slot, std::move(*seen), s);
     run(slot, s);
     pump_tools(slot);
   }
@@ -786,9 +787,15 @@ class agent_logic {
       tool = trace->end_tool(seen.tool_call_id);
     const std::int64_t took_us = seen.ends_model_call ? steady_us() - slot.llm_started_us : 0;
     st_.ctx->emit(seen.kind, [&] {
-      telemetry_event e{seen.kind,        st_.id,       slot.conversation.history().id(),
-                        state.request_id, seen.call_id, seen.tool_call_id,
-                        seen.iteration,   took_us,      seen.detail};
+      telemetry_event e{seen.kind,
+                        st_.id,
+                        slot.conversation.history().id(),
+                        state.request_id,
+                        std::string(seen.call_id),
+                        std::string(seen.tool_call_id),
+                        seen.iteration,
+                        took_us,
+                        std::string(seen.detail)};
       if (trace)
         describe_span(e, *trace, s, tool);
       else if (seen.kind == telemetry_kind::llm_completed)

@@ -11,19 +11,24 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace troupe {
 
+// Its strings are views into the state and the signal observed: read them
+// before either changes.
 struct observation {
   telemetry_kind kind;
-  std::string call_id;
-  std::string tool_call_id;
+  std::string_view call_id;
+  std::string_view tool_call_id;
   int iteration = 0;
-  std::string detail;
+  std::string_view detail;
   bool ends_model_call = false;  // its duration is the model call's
   std::optional<stream_event> event;
 };
 
-std::optional<observation> observe(const react_state& state, const signal& s);
+// `with_event`: whether the caller follows the request's events; without
+// one, no event is made (it copies the delta's text or the tool's result).
+std::optional<observation> observe(const react_state& state, const signal& s, bool with_event = true);
 
 }  // namespace troupe

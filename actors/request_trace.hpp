@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace troupe {
@@ -45,7 +46,7 @@ struct request_trace {
     return c;
   }
 
-  std::optional<tool_span> end_tool(const std::string& tool_call_id) {
+  std::optional<tool_span> end_tool(std::string_view tool_call_id) {
     for (auto it = tools.begin(); it != tools.end(); ++it)
       if (it->tool_call_id == tool_call_id) {
         tool_span t = std::move(*it);

@@ -123,8 +123,15 @@ TEST_CASE("what a signal tells the world depends on what the agent awaits") {
     CHECK(std::get<delta_event>(*seen->event).text == "hel");
   }
   SECTION("a stale call tells nothing") { CHECK_FALSE(observe(s, llm_delta{"old", "x", ""})); }
+  SECTION("without a caller following the request, no event is made") {
+    auto seen = observe(s, llm_delta{"c1", "hel", ""}, false);
+    REQUIRE(seen);
+    CHECK(seen->kind == telemetry_kind::llm_delta);
+    CHECK_FALSE(seen->event);
+  }
   SECTION("a failed result reports its type and ends the model call") {
-    auto seen = observe(s, llm_result{"c1", error_info::of("server", "boom")});
+    const signal failed = llm_result{"c1", error_info::of("server", "boom")};  // what `seen` reads stays
+    auto seen = observe(s, failed);
     REQUIRE(seen);
     CHECK(seen->kind == telemetry_kind::llm_error);
     CHECK(seen->detail == "server");
