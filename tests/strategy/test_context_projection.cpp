@@ -221,6 +221,8 @@ TEST_CASE("an extended window decides on the earlier window's units without read
     const projection next = project(t, p, question, "sys", &cache);
     REQUIRE(next.messages.size() == 10);
     REQUIRE(next.messages == project(t, p, question, "sys").messages);
+    const auto shared = next.messages.shared_from(1);  // after the system prompt
+    for (std::size_t u = 0; u < 8; ++u) REQUIRE(shared[u] == cache.units[u]->messages.front());
   }
   SECTION("and their costs as stored: a stored unit made dear ends the window there") {
     // Only a window that extends the stored one sees the changed cost; a
