@@ -6,9 +6,9 @@
 
 #include "support/agent_stats.hpp"
 #include "support/detached.hpp"
+#include "support/memory_backed_store.hpp"
 #include "support/runtime_harness.hpp"
 
-#include "runtime/store/memory_store.hpp"
 
 #include <atomic>
 #include <mutex>
@@ -23,7 +23,7 @@ namespace {
 // A memory store that does what a database does to its caller: it blocks.
 // Commits to the threads it is told to hold wait for `release`; `entered`
 // opens when the first of them reaches the store.
-class slow_store final : public thread_store {
+class slow_store final : public testing::memory_backed_store {
  public:
   gate entered, release;
   std::atomic<bool> time_out_next{false};
@@ -35,7 +35,7 @@ class slow_store final : public thread_store {
   }
   stored<thread> load(const std::string& id) override {
     if (throw_on_load) throw std::runtime_error("the driver threw");
-    return inner_.load(id);
+    return inner.load(id);
   }
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override {
     if (time_out_next.exchange(false)) return store_error{"timeout", "canceling statement due to statement timeout"};
@@ -43,10 +43,8 @@ class slow_store final : public thread_store {
       entered.open();
       release.wait();
     }
-    return inner_.append(t, expected_rev);
+    return inner.append(t, expected_rev);
   }
-  std::vector<std::string> list() override { return inner_.list(); }
-  bool remove(const std::string& id) override { return inner_.remove(id); }
 
  private:
   bool holds(const std::string& id) {
@@ -55,7 +53,6 @@ class slow_store final : public thread_store {
   }
   std::mutex mutex_;
   std::set<std::string> held_;
-  memory_store inner_;
 };
 
 std::shared_ptr<scripted_provider> answers_done() {
@@ -64,20 +61,14 @@ std::shared_ptr<scripted_provider> answers_done() {
 
 // A store that answers at once, as the memory store does, but whose commit
 // throws while `throw_on_append` is set.
-class throwing_immediate_store final : public thread_store {
+class throwing_immediate_store final : public testing::memory_backed_store {
  public:
   std::atomic<bool> throw_on_append{false};
   commit_path path() const override { return commit_path::immediate; }
-  stored<thread> load(const std::string& id) override { return inner_.load(id); }
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override {
     if (throw_on_append) throw std::runtime_error("the commit threw");
-    return inner_.append(t, expected_rev);
+    return inner.append(t, expected_rev);
   }
-  std::vector<std::string> list() override { return inner_.list(); }
-  bool remove(const std::string& id) override { return inner_.remove(id); }
-
- private:
-  memory_store inner_;
 };
 
 }  // namespace

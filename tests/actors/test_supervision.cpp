@@ -3,8 +3,8 @@
 #include "support/runtime_harness.hpp"
 
 #include "actors/runtime_impl.hpp"
-#include "runtime/store/memory_store.hpp"
 #include "support/catch_decoded.hpp"
+#include "support/memory_backed_store.hpp"
 
 #include <atomic>
 
@@ -321,25 +321,19 @@ TEST_CASE("telemetry reports a request with its correlation ids") {
 namespace {
 
 // A memory store that can be told to fail, like a full disk or a lost connection.
-class failing_store final : public thread_store {
+class failing_store final : public testing::memory_backed_store {
  public:
   std::atomic<bool> broken{false};
   // The next commit is written but reported lost, as when the connection
   // drops between a commit and its answer.
   std::atomic<bool> lose_next_answer{false};
-  stored<thread> load(const std::string& id) override { return inner_.load(id); }
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override {
     if (broken) return store_error{"io", "no space left on device"};
-    auto written = inner_.append(t, expected_rev);
+    auto written = inner.append(t, expected_rev);
     if (written && lose_next_answer.exchange(false))
       return store_error{"io", "server closed the connection unexpectedly"};
     return written;
   }
-  std::vector<std::string> list() override { return inner_.list(); }
-  bool remove(const std::string& id) override { return inner_.remove(id); }
-
- private:
-  memory_store inner_;
 };
 
 }  // namespace
