@@ -15,8 +15,7 @@
 
 namespace troupe {
 
-// Its strings are views into the state and the signal observed: read them
-// before either changes.
+// Its strings are views into the signal observed: read them while it lives.
 struct observation {
   telemetry_kind kind;
   std::string_view call_id;

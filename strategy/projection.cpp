@@ -279,19 +279,29 @@ void walk(const window_source& src, const context_policy& policy, std::size_t lo
 }
 
 // What a projection reads of entries [first, last), folded into one number:
-// kinds, correlation ids, roles, texts and names; tool arguments and
-// results only by their size (the token estimate).
+// kinds, correlation ids, roles, texts, names, a tool call's arguments and a
+// tool's result (an untyped payload as its JSON text), and the token
+// estimates; a field that is absent apart from one that is empty.
 std::uint64_t digest_of(const window_source& src, std::size_t first, std::size_t last) {
   std::uint64_t h = 0;
   auto mix = [&h](std::uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
   const std::hash<std::string_view> hash;
+  auto mix_text = [&](std::optional<std::string_view> text) { mix(text ? hash(*text) : 0x5bd1e995ULL); };
   for (std::size_t i = first; i < last; ++i) {
+    const entry_payload& payload = src.payload(i);
     mix(hash(src.kind(i)));
     mix(static_cast<std::uint64_t>(src.tokens(i)));
     mix(hash(src.refs(i).call_id()));
     mix(hash(src.refs(i).tool_call_id()));
-    for (const std::string_view field : {"role", "content", "name"})
-      mix(hash(string_field(src.payload(i), field).value_or("")));
+    for (const std::string_view field : {"role", "content", "name"}) mix_text(string_field(payload, field));
+    if (const auto* call = payload.get_if<tool_call_payload>()) {
+      mix(hash(call->arguments_text.view()));
+    } else if (const auto* result = payload.get_if<tool_result_payload>()) {
+      mix(hash(result->outcome.view()));
+      mix(static_cast<std::uint64_t>(result->shape));
+    } else if (payload.get_if<json_payload>()) {
+      mix(hash(payload.text()));
+    }
   }
   return h;
 }

@@ -46,8 +46,8 @@ struct projection {
 // pending entries committed, as the step that made it commits them: a
 // machine keeps it in the state that step leaves (react_state), which is
 // adopted only once they are stored. A thread that does not hold them (by
-// the entries' ids and what the projection read of the pending ones) is
-// projected without the cache.
+// the id of the last entry that was committed then, and a digest of what
+// the projection read of the pending ones) is projected without the cache.
 struct unit_cache {
   struct unit {
     std::uint64_t first_seq, last_seq;

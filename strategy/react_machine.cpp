@@ -248,11 +248,11 @@ class stepper {
 
   // A thread waits for its next request without the units of its last
   // context: the next request's first call walks the window and builds them
-  // again. Measured when projections began to extend the window: holding
-  // them would take a turn in thread_bench from 10.0 to 7.3 µs (155 to 107
-  // allocations; 80 to 14 µs with long_context's 50-turn window), and cost
-  // every idle agent 1.6 KB after one turn and 4.5 KB after three (simulate,
-  // 20,000 agents). react_thread::abandon_request drops them too.
+  // again. Measured when projections began to extend the window (bd489bf):
+  // holding them would take a turn in thread_bench from 10.0 to 7.3 µs (155
+  // to 107 allocations; 80 to 14 µs with long_context's 50-turn window), and
+  // cost every idle agent 1.6 KB after one turn and 4.5 KB after three
+  // (simulate, 20,000 agents). react_thread::abandon_request drops them too.
   void end_request(react_status how) {
     state_.status = how;
     state_.projection.value.reset();

@@ -244,6 +244,18 @@ TEST_CASE("an extended window decides on the earlier window's units without read
     REQUIRE(next.messages == project(other, p, {}, "sys").messages);
     REQUIRE(next.messages.back().content == "question 5");
   }
+  SECTION("so is one whose pending tool result became another of the same size") {
+    thread asked = t;
+    asked.append(msg("user", "question 4"), 1, ids);
+    asked.append(tcall("c9", "c9-0"), 1, ids);
+    unit_cache with_result;
+    project(asked, p, std::vector<entry_draft>{tresult("c9", "c9-0", json::value("12"))}, "sys", nullptr, &with_result);
+    thread answered = asked;
+    answered.append(tresult("c9", "c9-0", json::value("13")), 1, ids);
+    const projection next = project(answered, p, {}, "sys", &with_result);
+    REQUIRE(next.messages == project(answered, p, {}, "sys").messages);
+    REQUIRE(next.messages.back().content == "13");
+  }
   SECTION("a thread that is not the one the cache saw is walked again") {
     thread other("t");
     sequential_ids other_ids(100);
