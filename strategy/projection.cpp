@@ -317,12 +317,13 @@ bool made_from(const unit_cache& cache, const thread_view& t) {
 }
 
 // The earlier window, if this projection can extend it: the same policy,
-// summary and fixed cost.
+// summary and fixed cost. (Its end is never below the summary's boundary:
+// that is at most the thread's size then.)
 const unit_cache::basis* extendable(const unit_cache* cache, const context_policy& policy, std::size_t lower,
                                     std::int64_t fixed) {
   if (!cache || !cache->extend_from) return nullptr;
   const unit_cache::basis& b = *cache->extend_from;
-  if (b.lower != lower || b.fixed != fixed || b.end < lower || !(b.policy == policy)) return nullptr;
+  if (b.lower != lower || b.fixed != fixed || !(b.policy == policy)) return nullptr;
   return &b;
 }
 
@@ -336,7 +337,7 @@ const unit_cache::basis* extendable(const unit_cache* cache, const context_polic
 bool extend(const window_source& src, const context_policy& policy, std::size_t lower, const unit_cache& cache,
             window& w) {
   const unit_cache::basis& b = *cache.extend_from;
-  std::vector<walk_step> appended;  // newest first
+  boost::container::small_vector<walk_step, 4> appended;  // newest first: a step's few entries
   for (std::size_t i = src.size(); i > b.end;) {
     const walk_step s = step_down(src, i, lower, policy);
     if (s.first < b.end) return false;

@@ -9,7 +9,6 @@
 #include "support/memory_backed_store.hpp"
 #include "support/runtime_harness.hpp"
 
-
 #include <atomic>
 #include <mutex>
 #include <set>
