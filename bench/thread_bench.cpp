@@ -324,8 +324,35 @@ void BM_one_turn(benchmark::State& state) { one_turn(state, {}); }
 // call's context holds most of a 100-turn thread.
 void BM_one_turn_long_context(benchmark::State& state) { one_turn(state, context_policy::long_context()); }
 
+// A turn's four entries as a durable store writes them (payload and refs as
+// JSON text, what the SQLite and PostgreSQL stores do at every commit),
+// next to the same text with the refs written by building their JSON object
+// first, as they were until the refs had a writer of their own.
+template <bool refs_via_object>
+void entry_text(benchmark::State& state) {
+  turn_driver d;
+  react_thread rt(thread("bench"));
+  d.turn(rt);
+  const thread t = rt.history();
+  std::size_t bytes = 0;
+  for (auto _ : state)
+    for (const entry& e : t.entries()) {
+      std::string payload = json_text(e.payload);
+      std::string refs = refs_via_object ? json_text(e.refs.to_json()) : json_text(e.refs);
+      bytes += payload.size() + refs.size();
+      benchmark::DoNotOptimize(payload);
+      benchmark::DoNotOptimize(refs);
+    }
+  state.counters["bytes_per_turn"] = static_cast<double>(bytes) / static_cast<double>(state.iterations());
+}
+
+void BM_entry_text(benchmark::State& state) { entry_text<false>(state); }
+void BM_entry_text_refs_via_json_object_baseline(benchmark::State& state) { entry_text<true>(state); }
+
 }  // namespace
 
+BENCHMARK(BM_entry_text)->Unit(benchmark::kNanosecond);
+BENCHMARK(BM_entry_text_refs_via_json_object_baseline)->Unit(benchmark::kNanosecond);
 BENCHMARK(BM_entry_memory)->Arg(100)->Arg(100'000)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_one_turn)->Arg(100)->Arg(100'000)->Iterations(2'000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_one_turn_long_context)->Arg(100)->Iterations(2'000)->Unit(benchmark::kMicrosecond);

@@ -2,6 +2,7 @@
 
 #include "signals/json_text.hpp"
 #include "signals/overloaded.hpp"
+#include "strategy/json_object_writer.hpp"
 
 #include <boost/json/parse.hpp>
 
@@ -172,42 +173,6 @@ std::optional<std::string_view> extra_string(const json_extras& x, std::string_v
     if (const json::string* s = v->if_string()) return std::string_view(*s);
   return std::nullopt;
 }
-
-// The JSON object members of a typed payload, in order, as text.
-class text_writer {
- public:
-  explicit text_writer(std::string& out) : out_(out) { out_ += '{'; }
-  void string(std::string_view key, std::string_view v) {
-    this->key(key);
-    append_json_string(out_, v);
-  }
-  void raw(std::string_view key, std::string_view json) {
-    this->key(key);
-    out_ += json;
-  }
-  void integer(std::string_view key, std::int64_t v) {
-    this->key(key);
-    out_ += std::to_string(v);
-  }
-  void close(const json_extras& extra) {
-    if (const json::object* o = extra.get())
-      for (const auto& kv : *o) {
-        key(kv.key());
-        append_json_text(out_, kv.value());
-      }
-    out_ += '}';
-  }
-
- private:
-  void key(std::string_view k) {
-    if (!first_) out_ += ',';
-    first_ = false;
-    append_json_string(out_, k);
-    out_ += ':';
-  }
-  std::string& out_;
-  bool first_ = true;
-};
 
 }  // namespace
 
@@ -381,7 +346,7 @@ json::object entry_payload::to_json() const {
 void entry_payload::append_text(std::string& out) const {
   std::visit(overloaded{[&](const json_payload& p) { out += json_text(p.fields); },
                         [&](const message_payload& p) {
-                          text_writer w(out);
+                          json_object_writer w(out);
                           w.string("role", p.role);
                           w.string("content", p.content);
                           if (!p.thinking.empty()) w.string("thinking", p.thinking);
@@ -389,13 +354,13 @@ void entry_payload::append_text(std::string& out) const {
                           w.close(p.extra);
                         },
                         [&](const tool_call_payload& p) {
-                          text_writer w(out);
+                          json_object_writer w(out);
                           w.string("name", p.name);
                           w.raw("arguments", p.arguments_text);
                           w.close(p.extra);
                         },
                         [&](const tool_result_payload& p) {
-                          text_writer w(out);
+                          json_object_writer w(out);
                           w.string("name", p.name);
                           if (p.shape == tool_result_payload::form::result_string)
                             w.string("result", p.outcome);
@@ -404,7 +369,7 @@ void entry_payload::append_text(std::string& out) const {
                           w.close(p.extra);
                         },
                         [&](const summary_payload& p) {
-                          text_writer w(out);
+                          json_object_writer w(out);
                           w.integer("from_seq", p.from_seq);
                           w.integer("to_seq", p.to_seq);
                           w.string("content", p.content);
@@ -412,7 +377,7 @@ void entry_payload::append_text(std::string& out) const {
                           w.close(p.extra);
                         },
                         [&](const error_payload& p) {
-                          text_writer w(out);
+                          json_object_writer w(out);
                           w.string("type", p.type);
                           w.string("message", p.message);
                           w.close(p.extra);

@@ -122,6 +122,13 @@ TEST_CASE("typed payloads and refs write the JSON the machine wrote before") {
           R"({"request_id":"r","iteration":2,"call_id":"c","tool_call_id":"t"})");
     CHECK(json_text(entry_refs::of("r", 1)) == R"({"request_id":"r","iteration":1})");
   }
+  SECTION("refs write the text of their JSON object, escapes and extra members included") {
+    entry_refs r = entry_refs::of("req \"1\"\n\u00e9", 12, "c\\", "t\x01");
+    r.set("parent", json::value{{"n", 2.5}, {"s", "\t"}});
+    CHECK(json_text(r) == json_text(r.to_json()));
+    CHECK(json_text(entry_refs()) == "{}");
+  }
+
   SECTION("setting a refs member keeps the others in place") {
     entry_refs r = entry_refs::of("r", 1, "c");
     r.set("parent", "p");
