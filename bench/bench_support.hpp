@@ -3,6 +3,7 @@
 // process (so that one's memory does not flatter or burden the next), and
 // medians.
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -53,6 +54,14 @@ class sorted_samples {
 };
 
 inline double median(std::vector<double> v) { return sorted_samples(std::move(v)).at(0.5); }
+
+// CPU time this process has used, all its threads (a database server's is not counted).
+inline double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return sec(u.ru_utime) + sec(u.ru_stime);
+}
 
 inline std::size_t flag(int argc, char** argv, const char* name, std::size_t fallback) {
   for (int i = 1; i + 1 < argc; ++i)

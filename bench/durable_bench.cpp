@@ -25,8 +25,6 @@
 #include "runtime/store/open_store.hpp"
 #include "support/store_backends.hpp"
 
-#include <sys/resource.h>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -73,14 +71,6 @@ run_figures figures_of(const std::vector<double>& v) {
   return {v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
 }
 
-// CPU time this process has used, all its threads (a database server's is not counted).
-double process_cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
-  return sec(u.ru_utime) + sec(u.ru_stime);
-}
-
 std::vector<double> simulate(std::shared_ptr<thread_store> store, std::size_t agents, std::size_t turns) {
   simulation_options o;
   o.agents = agents;
@@ -89,9 +79,9 @@ std::vector<double> simulate(std::shared_ptr<thread_store> store, std::size_t ag
   o.concurrency = 0;  // every agent at once: the load issue 13's goals name
   o.store = std::move(store);
   simulation_progress progress;
-  const double cpu_before = process_cpu_seconds();
+  const double cpu_before = bench::process_cpu_seconds();
   const simulation_report r = run_simulation(o, progress);
-  const double cpu = process_cpu_seconds() - cpu_before;
+  const double cpu = bench::process_cpu_seconds() - cpu_before;
   const double commits = r.store_batching ? static_cast<double>(r.store_batching->commits) : 0;
   const double transactions = r.store_batching ? static_cast<double>(r.store_batching->transactions) : 0;
   return {r.turns_per_second,

@@ -7,6 +7,7 @@
 // group commit shares one fsync among many commits.
 //
 //   store_bench [--repeat 3] [--commits 400] [--load-entries 100000] [--turns 100000] [--pg-pool 16]
+//               [--many-threads 10000] [--rounds 10] [--only-many 1]
 //
 // A commit is one step's entries: two entries (a user message and an
 // assistant message of realistic length). A turn, for the size figures, is
@@ -19,7 +20,11 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <sstream>
 #include <thread>
 
 using namespace troupe;
@@ -98,6 +103,123 @@ commit_figures measure_commits(Backend& backend, int writers, int commits) {
     f.batching = static_cast<double>(s.commits) / static_cast<double>(s.transactions);
   }
   return f;
+}
+
+// What one commit costs when many agents commit at once, as in a
+// simulation: `threads` threads, each leased, each committing one entry a
+// round through append_queued (fenced), the rounds waited for in turn. CPU
+// is this process's, all its threads (the one that makes the entries, as an
+// agent would, and the store's), and a local PostgreSQL server's apart.
+struct many_threads_figures {
+  double cpu_us_per_commit = 0, server_cpu_us_per_commit = 0, commits_per_s = 0, batching = 0;
+};
+
+// CPU seconds of the PostgreSQL server processes on this machine, those
+// that exited included (in their parent's children's time); 0 when none is
+// local. What a commit costs the server is what limits PostgreSQL when
+// troupe and the server share the cores.
+double local_postgres_cpu_seconds() {
+  double ticks = 0;
+  for (const auto& dir : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream comm(dir.path() / "comm");
+    std::string name;
+    if (!(comm >> name) || name != "postgres") continue;
+    std::ifstream stat(dir.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto after_name = text.rfind(')');
+    if (after_name == std::string::npos) continue;
+    std::istringstream fields(text.substr(after_name + 2));
+    // Fields 3..13 come first; 14..17 are utime, stime, cutime, cstime.
+    std::string skipped;
+    for (int i = 3; i <= 13; ++i) fields >> skipped;
+    double t = 0;
+    for (int i = 14; i <= 17 && fields >> t; ++i) ticks += t;
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+template <class Backend>
+many_threads_figures measure_many_threads(Backend& backend, int threads, int rounds) {
+  thread_store& store = backend.threads();
+  sequential_ids ids;
+  std::vector<thread> ts;
+  std::vector<thread_lease> leases;
+  ts.reserve(static_cast<std::size_t>(threads));
+  for (int i = 0; i < threads; ++i) {
+    ts.emplace_back("agent-" + std::to_string(i) + ":default", 1);
+    auto lease = store.acquire_lease(ts.back().id(), "store_bench", wall_clock_ms(), std::chrono::minutes(10));
+    if (!lease) std::abort();
+    leases.push_back(*lease);
+  }
+  std::mutex m;
+  std::condition_variable all_done;
+  int waiting = 0;
+  const std::optional<commit_batching> batching_before = store.batching();
+  const auto started = std::chrono::steady_clock::now();
+  const double cpu_before = bench::process_cpu_seconds();
+  const double server_before = local_postgres_cpu_seconds();
+  for (int r = 0; r < rounds; ++r) {
+    {
+      std::lock_guard lock(m);
+      waiting = threads;
+    }
+    for (int i = 0; i < threads; ++i) {
+      thread& t = ts[static_cast<std::size_t>(i)];
+      const std::uint64_t rev = t.rev();
+      t.append(entry_draft{"message",
+                           {{"role", "user"},
+                            {"content", "Question " + std::to_string(r) + " from agent " + std::to_string(i) + "."}},
+                           {{"request_id", "req_" + std::to_string(r) + "_" + std::to_string(i)}, {"iteration", 1}}},
+               r, ids);
+      store.append_queued(t, rev, &leases[static_cast<std::size_t>(i)], [&](stored<std::uint64_t> done) {
+        if (!done) std::abort();
+        std::lock_guard lock(m);
+        if (--waiting == 0) all_done.notify_one();
+      });
+    }
+    std::unique_lock lock(m);
+    all_done.wait(lock, [&] { return waiting == 0; });
+  }
+  const double cpu = bench::process_cpu_seconds() - cpu_before;
+  const double server_cpu = local_postgres_cpu_seconds() - server_before;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double commits = static_cast<double>(threads) * rounds;
+  many_threads_figures f;
+  f.cpu_us_per_commit = cpu * 1e6 / commits;
+  f.server_cpu_us_per_commit = server_cpu * 1e6 / commits;
+  f.commits_per_s = commits / seconds;
+  if (auto b = store.batching())
+    f.batching = static_cast<double>(b->commits - batching_before->commits) /
+                 static_cast<double>(b->transactions - batching_before->transactions);
+  return f;
+}
+
+template <class Backend, class... Args>
+void run_many_threads(const char* name, int repeat, int threads, int rounds, Args... args) {
+  std::vector<double> cpu, server_cpu, rate, batching;
+  for (int r = 0; r < repeat; ++r) {
+    Backend backend(args...);
+    const many_threads_figures f = measure_many_threads(backend, threads, rounds);
+    cpu.push_back(f.cpu_us_per_commit);
+    server_cpu.push_back(f.server_cpu_us_per_commit);
+    rate.push_back(f.commits_per_s);
+    batching.push_back(f.batching);
+  }
+  std::printf("%-12s %d threads x %d commits of one entry: %6.1f us of CPU per commit", name, threads, rounds,
+              bench::median(cpu));
+  if (bench::median(server_cpu) > 0) std::printf(" (+ %.1f us in the server)", bench::median(server_cpu));
+  std::printf("  %9.0f commits/s", bench::median(rate));
+  if (bench::median(batching) > 0) std::printf("  %.1f commits per transaction", bench::median(batching));
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+void run_many(int repeat, int threads, int rounds, bool postgres, std::size_t pg_pool) {
+  run_many_threads<memory_backend>("memory", repeat, threads, rounds);
+  run_many_threads<sqlite_backend>("sqlite", repeat, threads, rounds);
+  run_many_threads<sqlite_backend>("sqlite+fsync", repeat, threads, rounds, sqlite_options{.sync_every_commit = true});
+  if (postgres)
+    run_many_threads<postgres_backend>("postgres", repeat, threads, rounds, postgres_options{.pool_size = pg_pool});
 }
 
 // Milliseconds to load a thread of `entries` entries (median of `repeat`).
@@ -216,17 +338,25 @@ int main(int argc, char** argv) {
   const std::size_t load_entries = bench::flag(argc, argv, "--load-entries", 100000);
   const int turns = static_cast<int>(bench::flag(argc, argv, "--turns", 100000));
   const std::size_t pg_pool = bench::flag(argc, argv, "--pg-pool", 16);
+  const int many = static_cast<int>(bench::flag(argc, argv, "--many-threads", 10000));
+  const int rounds = static_cast<int>(bench::flag(argc, argv, "--rounds", 10));
+  const bool only_many = bench::flag(argc, argv, "--only-many", 0) != 0;
+  const bool postgres = postgres_backend().ready();
+  if (only_many) {
+    run_many(repeat, many, rounds, postgres, pg_pool);
+    return 0;
+  }
 
   std::printf("store_bench: commits of 2 entries (~%zu bytes of text), medians of %d runs\n",
               question_text.size() + answer_text.size(), repeat);
   run_store<memory_backend>("memory", repeat, commits, load_entries);
   run_store<sqlite_backend>("sqlite", repeat, commits, load_entries);
   run_store<sqlite_backend>("sqlite+fsync", repeat, commits / 4, 0, sqlite_options{.sync_every_commit = true});
-  const bool postgres = postgres_backend().ready();
   if (postgres)
     run_store<postgres_backend>("postgres", repeat, commits, load_entries, postgres_options{.pool_size = pg_pool});
   else
     std::printf("postgres: skipped (TROUPE_TEST_POSTGRES is unset; scripts/bench.sh starts a server)\n");
+  run_many(repeat, many, rounds, postgres, pg_pool);
 
   for (int n : {1000, turns}) {
     std::printf("sqlite    %6d turns (%d entries): %.0f bytes/entry on disk\n", n, 4 * n, sqlite_bytes_per_entry(n));
