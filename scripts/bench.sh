@@ -6,7 +6,8 @@
 #   stream_bench        parsing a recorded model stream (Google Benchmark, medians of 5)
 #   concurrent_streams  model streams one HTTP I/O thread sustains against a local server
 #   load_bench          the whole stack against a local model server, 1, 10 and 100 conversations
-#   store_bench         thread stores: commit latency and throughput, loads, bytes on disk
+#   store_bench         thread stores: commit latency and throughput, loads, bytes on disk, and CPU
+#                       per commit with 10,000 threads committing at once
 #                       (PostgreSQL on a throwaway server that scripts/with-postgres.sh starts)
 #   durable_bench       simulations committing every step: memory, SQLite, SQLite fsync, PostgreSQL;
 #                       one agent's commits slowed down next to none
