@@ -1,5 +1,6 @@
 #include "signals/json_text.hpp"
 
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <string_view>
@@ -8,50 +9,44 @@ namespace troupe {
 
 namespace json = boost::json;
 
+namespace {
+
+// For each byte, how Boost.JSON's serializer escapes it: 0 when it does not
+// (UTF-8 included), the letter of the quote, the backslash and the five
+// control characters that have one, 'u' for every other control character
+// (\u00xx, in lower case). A table, so that the bytes between two escapes
+// are found a byte a lookup and copied at once.
+constexpr std::array<char, 256> escapes = [] {
+  std::array<char, 256> e{};
+  for (int c = 0; c < 0x20; ++c) e[static_cast<std::size_t>(c)] = 'u';
+  e['"'] = '"';
+  e['\\'] = '\\';
+  e['\b'] = 'b';
+  e['\f'] = 'f';
+  e['\n'] = 'n';
+  e['\r'] = 'r';
+  e['\t'] = 't';
+  return e;
+}();
+
+}  // namespace
+
 void append_json_string(std::string& out, std::string_view s) {
-  // The escapes of Boost.JSON's serializer: the quote, the backslash, the
-  // five control characters with a letter of their own, every other control
-  // character as \u00xx in lower case; the rest (UTF-8 included) as it is.
   static constexpr char hex[] = "0123456789abcdef";
   out.push_back('"');
   std::size_t run = 0;  // start of the bytes not yet copied
   for (std::size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
-    char letter = 0;
-    switch (c) {
-      case '"':
-        letter = '"';
-        break;
-      case '\\':
-        letter = '\\';
-        break;
-      case '\b':
-        letter = 'b';
-        break;
-      case '\f':
-        letter = 'f';
-        break;
-      case '\n':
-        letter = 'n';
-        break;
-      case '\r':
-        letter = 'r';
-        break;
-      case '\t':
-        letter = 't';
-        break;
-      default:
-        if (c >= 0x20) continue;
-    }
+    const char letter = escapes[c];
+    if (!letter) continue;
     out.append(s.data() + run, i - run);
     run = i + 1;
-    if (letter) {
-      out.push_back('\\');
-      out.push_back(letter);
+    if (letter != 'u') {
+      const char escaped[2] = {'\\', letter};
+      out.append(escaped, 2);
     } else {
-      out.append("\\u00");
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 0xf]);
+      const char escaped[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xf]};
+      out.append(escaped, 6);
     }
   }
   out.append(s.data() + run, s.size() - run);
