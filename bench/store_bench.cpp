@@ -19,6 +19,7 @@
 
 #include <sqlite3.h>
 
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -109,33 +110,66 @@ commit_figures measure_commits(Backend& backend, int writers, int commits) {
 // simulation: `threads` threads, each leased, each committing one entry a
 // round through append_queued (fenced), the rounds waited for in turn. CPU
 // is this process's, all its threads (the one that makes the entries, as an
-// agent would, and the store's), and a local PostgreSQL server's apart.
+// agent would, and the store's), and the PostgreSQL server's apart.
 struct many_threads_figures {
   double cpu_us_per_commit = 0, server_cpu_us_per_commit = 0, commits_per_s = 0, batching = 0;
 };
 
-// CPU seconds of the PostgreSQL server processes on this machine, those
-// that exited included (in their parent's children's time); 0 when none is
-// local. What a commit costs the server is what limits PostgreSQL when
-// troupe and the server share the cores.
-double local_postgres_cpu_seconds() {
+// Fields 4 (the parent's pid) and 14..17 (utime, stime, cutime, cstime, in
+// clock ticks) of /proc/<pid>/stat; nullopt when the process is gone.
+struct proc_times {
+  long parent = 0;
+  double own = 0, reaped_children = 0;
+};
+
+std::optional<proc_times> times_of(const std::filesystem::path& proc_dir) {
+  std::ifstream stat(proc_dir / "stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto name_end = text.rfind(')');  // the name may hold spaces and parentheses
+  if (name_end == std::string::npos) return std::nullopt;
+  std::istringstream fields(text.substr(name_end + 2));  // from field 3 on
+  std::string skipped;
+  proc_times t;
+  double utime = 0, stime = 0, cutime = 0, cstime = 0;
+  fields >> skipped >> t.parent;  // fields 3 and 4
+  for (int i = 5; i <= 13; ++i) fields >> skipped;
+  if (!(fields >> utime >> stime >> cutime >> cstime)) return std::nullopt;
+  t.own = utime + stime;
+  t.reaped_children = cutime + cstime;
+  return t;
+}
+
+// CPU seconds of one PostgreSQL server on this machine: its postmaster, the
+// backends it runs now and those that have exited (in the postmaster's
+// children's time). What a commit costs the server is what limits
+// PostgreSQL when troupe and the server share the cores.
+double server_cpu_seconds(long postmaster) {
   double ticks = 0;
   for (const auto& dir : std::filesystem::directory_iterator("/proc")) {
-    std::ifstream comm(dir.path() / "comm");
-    std::string name;
-    if (!(comm >> name) || name != "postgres") continue;
-    std::ifstream stat(dir.path() / "stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    const auto after_name = text.rfind(')');
-    if (after_name == std::string::npos) continue;
-    std::istringstream fields(text.substr(after_name + 2));
-    // Fields 3..13 come first; 14..17 are utime, stime, cutime, cstime.
-    std::string skipped;
-    for (int i = 3; i <= 13; ++i) fields >> skipped;
-    double t = 0;
-    for (int i = 14; i <= 17 && fields >> t; ++i) ticks += t;
+    const std::string name = dir.path().filename();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    const long pid = std::stol(name);
+    const auto t = times_of(dir.path());
+    if (!t) continue;
+    if (pid == postmaster)
+      ticks += t->own + t->reaped_children;
+    else if (t->parent == postmaster)
+      ticks += t->own;
   }
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// The postmaster of the server behind `uri`, when it runs on this machine:
+// the parent of this connection's backend.
+std::optional<long> local_postmaster(const std::string& uri) {
+  PGconn* c = PQconnectdb(uri.c_str());
+  std::optional<long> out;
+  if (PQstatus(c) == CONNECTION_OK) {
+    const auto backend = std::to_string(PQbackendPID(c));
+    if (auto t = times_of(std::filesystem::path("/proc") / backend)) out = t->parent;
+  }
+  PQfinish(c);
+  return out;
 }
 
 template <class Backend>
@@ -143,21 +177,33 @@ many_threads_figures measure_many_threads(Backend& backend, int threads, int rou
   thread_store& store = backend.threads();
   sequential_ids ids;
   std::vector<thread> ts;
-  std::vector<thread_lease> leases;
+  std::vector<thread_lease> leases(static_cast<std::size_t>(threads));
   ts.reserve(static_cast<std::size_t>(threads));
-  for (int i = 0; i < threads; ++i) {
-    ts.emplace_back("agent-" + std::to_string(i) + ":default", 1);
-    auto lease = store.acquire_lease(ts.back().id(), "store_bench", wall_clock_ms(), std::chrono::minutes(10));
-    if (!lease) std::abort();
-    leases.push_back(*lease);
-  }
   std::mutex m;
   std::condition_variable all_done;
-  int waiting = 0;
+  int waiting = threads;
+  // Leases taken as agents take them at load: queued, so that a store syncing
+  // every transaction takes them in a few.
+  for (int i = 0; i < threads; ++i) {
+    ts.emplace_back("agent-" + std::to_string(i) + ":default", 1);
+    store.acquire_lease_queued(ts.back().id(), "store_bench", wall_clock_ms(), std::chrono::minutes(10),
+                               [&, i](stored<thread_lease> taken) {
+                                 if (!taken) std::abort();
+                                 std::lock_guard lock(m);
+                                 leases[static_cast<std::size_t>(i)] = *taken;
+                                 if (--waiting == 0) all_done.notify_one();
+                               });
+  }
+  {
+    std::unique_lock lock(m);
+    all_done.wait(lock, [&] { return waiting == 0; });
+  }
+  std::optional<long> postmaster;
+  if constexpr (std::is_same_v<Backend, postgres_backend>) postmaster = local_postmaster(backend.uri());
   const std::optional<commit_batching> batching_before = store.batching();
   const auto started = std::chrono::steady_clock::now();
   const double cpu_before = bench::process_cpu_seconds();
-  const double server_before = local_postgres_cpu_seconds();
+  const double server_before = postmaster ? server_cpu_seconds(*postmaster) : 0;
   for (int r = 0; r < rounds; ++r) {
     {
       std::lock_guard lock(m);
@@ -181,14 +227,22 @@ many_threads_figures measure_many_threads(Backend& backend, int threads, int rou
     all_done.wait(lock, [&] { return waiting == 0; });
   }
   const double cpu = bench::process_cpu_seconds() - cpu_before;
-  const double server_cpu = local_postgres_cpu_seconds() - server_before;
+  const double server_cpu = postmaster ? server_cpu_seconds(*postmaster) - server_before : 0;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const double commits = static_cast<double>(threads) * rounds;
   many_threads_figures f;
   f.cpu_us_per_commit = cpu * 1e6 / commits;
   f.server_cpu_us_per_commit = server_cpu * 1e6 / commits;
   f.commits_per_s = commits / seconds;
-  if (auto b = store.batching())
+  // A store may answer a batch's commits before it counts the batch: wait
+  // (briefly) for the count to catch up with the commits answered.
+  std::optional<commit_batching> b = store.batching();
+  for (int tries = 0; b && b->commits - batching_before->commits < static_cast<std::uint64_t>(commits) && tries < 1000;
+       ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    b = store.batching();
+  }
+  if (b)
     f.batching = static_cast<double>(b->commits - batching_before->commits) /
                  static_cast<double>(b->transactions - batching_before->transactions);
   return f;

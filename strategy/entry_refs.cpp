@@ -164,7 +164,7 @@ json::value entry_refs::at(std::string_view key) const {
 }
 
 // Written member by member: an entry's refs are written at every commit to
-// a durable store, and building the object first cost four times as much.
+// a durable store, and building the object first cost twice as much.
 std::string json_text(const entry_refs& r) {
   std::string out;
   json_object_writer w(out);
