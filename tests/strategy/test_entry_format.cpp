@@ -127,6 +127,7 @@ TEST_CASE("typed payloads and refs write the JSON the machine wrote before") {
     r.set("parent", json::value{{"n", 2.5}, {"s", "\t"}});
     CHECK(json_text(r) == json_text(r.to_json()));
     CHECK(json_text(entry_refs()) == "{}");
+    CHECK(json_text(entry_refs::of("a\"b\n", -3, "c")) == R"({"request_id":"a\"b\n","iteration":-3,"call_id":"c"})");
   }
 
   SECTION("setting a refs member keeps the others in place") {
