@@ -1,7 +1,9 @@
 // What the thread stores cost: commit latency (p50, p99) and throughput
 // with 1 and with 100 concurrent writers, the time to load a
-// 100,000-entry thread, and bytes on disk per entry at 1,000 and 100,000
-// turns. SQLite always; PostgreSQL when TROUPE_TEST_POSTGRES names a
+// 100,000-entry thread, bytes on disk per entry at 1,000 and 100,000
+// turns, and the CPU one commit costs (the PostgreSQL server's apart) when
+// 10,000 threads commit at once (--only-many 1 runs that part alone).
+// SQLite always; PostgreSQL when TROUPE_TEST_POSTGRES names a
 // server (scripts/bench.sh starts one); the memory store as the floor.
 // "sqlite+fsync" is SQLite with every transaction synced to disk, where
 // group commit shares one fsync among many commits.
