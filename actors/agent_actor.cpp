@@ -166,7 +166,8 @@ class agent_logic {
     if (st_.stopping) return refused(q.request_id, error_type::shutdown, "the agent is stopping");
     if (q.request_id.empty()) return refused(q.request_id, error_type::invalid_query, "a query needs a request_id");
     if (st_.thread_of && st_.thread_of->count(q.request_id))
-      return refused(q.request_id, error_type::invalid_query, "request " + q.request_id + " is already running");
+      return refused(q.request_id, error_type::duplicate_request,
+                     "request " + q.request_id + " is already running on this agent");
     thread_slot* slot = st_.threads.find(q.thread_id);
     if (!slot) {
       if (stores().immediate()) {

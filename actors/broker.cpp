@@ -49,6 +49,16 @@ class broker_logic {
 
   void ask(query q, agent_actor agent, std::shared_ptr<request::state> s) {
     const std::string id = q.request_id;
+    // Requests are keyed by id until they end: a second one under the same
+    // id would take the first one's place, and the first one's answer and
+    // deadline would then find the wrong request (or none).
+    if (st_.pending.contains(id)) {
+      if (auto thrown = s->settle(failed(
+              id, error_type::duplicate_request,
+              "request " + id + " is still running on agent " + s->agent_id + "; a request id names one request")))
+        report_callback_failure(*s, *thrown);
+      return;
+    }
     const event_sink_actor events = s->on_event ? caf::actor_cast<event_sink_actor>(self_) : event_sink_actor{};
     const auto due = steady::now() + s->deadline;
     st_.pending[id] = pending_request{std::move(s), agent, due};
@@ -75,9 +85,10 @@ class broker_logic {
     arm_timer();
   }
 
-  void cancel(const std::string& request_id, const std::string& reason) {
-    auto it = st_.pending.find(request_id);
-    if (it != st_.pending.end()) self_->send(it->second.agent, cancel_atom::value, request_id, reason);
+  void cancel(const std::shared_ptr<request::state>& s, const std::string& reason) {
+    auto it = st_.pending.find(s->id);
+    if (it != st_.pending.end() && it->second.state == s)
+      self_->send(it->second.agent, cancel_atom::value, s->id, reason);
   }
 
   void event(const stream_event& e) {
@@ -156,8 +167,8 @@ broker_actor::behavior_type broker(broker_self self, std::shared_ptr<runtime_con
         broker_logic(self).ask(std::move(q), std::move(agent), std::move(s));
       },
       // Cancels travel the asks' path, so a cancel never overtakes its ask.
-      [self](cancel_atom, const std::string& request_id, const std::string& reason) {
-        broker_logic(self).cancel(request_id, reason);
+      [self](cancel_atom, std::shared_ptr<request::state>& s, const std::string& reason) {
+        broker_logic(self).cancel(s, reason);
       },
       [self](event_atom, const stream_event& e) { broker_logic(self).event(e); },
       [self](timeout_atom) { broker_logic(self).expire(); },

@@ -99,12 +99,14 @@ using tool_executor_actor = caf::typed_actor<
 // The facade's side of requests: it asks agents for the embedding program,
 // runs its callbacks, routes cancels behind their asks and enforces
 // deadlines (timeout: its own deadline timer). Also the event sink of the
-// requests it asked.
+// requests it asked. A cancel names the request's state, not only its id, so
+// the handle of an ask refused as a duplicate cannot cancel the request
+// whose id it reused.
 using broker_actor =
     caf::typed_actor<caf::reacts_to<ask_atom, query, agent_actor, std::shared_ptr<request::state>>,
-                     caf::reacts_to<cancel_atom, std::string, std::string>, caf::reacts_to<event_atom, stream_event>,
-                     caf::reacts_to<timeout_atom>, caf::replies_to<stats_atom>::with<std::size_t>,
-                     caf::replies_to<shutdown_atom>::with<bool>>;
+                     caf::reacts_to<cancel_atom, std::shared_ptr<request::state>, std::string>,
+                     caf::reacts_to<event_atom, stream_event>, caf::reacts_to<timeout_atom>,
+                     caf::replies_to<stats_atom>::with<std::size_t>, caf::replies_to<shutdown_atom>::with<bool>>;
 
 // Starts and restarts agents (see supervisor.hpp).
 using supervisor_actor =

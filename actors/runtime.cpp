@@ -86,7 +86,7 @@ void request::cancel(std::string reason) const {
   if (!rt) return;
   auto impl = rt->impl.load();
   if (!impl || impl->stopped) return;
-  caf::anon_send(impl->broker_for(state_->agent_id), cancel_atom::value, state_->id, std::move(reason));
+  caf::anon_send(impl->broker_for(state_->agent_id), cancel_atom::value, state_, std::move(reason));
 }
 
 // --- the runtime -------------------------------------------------------------

@@ -20,6 +20,8 @@ inline constexpr const char* busy = "busy";
 inline constexpr const char* cancelled = "cancelled";
 inline constexpr const char* max_iterations = "max_iterations";
 inline constexpr const char* invalid_query = "invalid_query";
+// an ask whose request id names a request of the same agent that is still running
+inline constexpr const char* duplicate_request = "duplicate_request";
 // tool calls
 inline constexpr const char* unknown_tool = "unknown_tool";
 inline constexpr const char* invalid_arguments = "invalid_arguments";

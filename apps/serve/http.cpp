@@ -23,7 +23,7 @@ http::status status_of_error(std::string_view type) {
   using s = http::status;
   namespace e = error_type;
   if (type == e::queue_full) return s::too_many_requests;
-  if (type == e::busy || type == e::cancelled) return s::conflict;
+  if (type == e::busy || type == e::cancelled || type == e::duplicate_request) return s::conflict;
   if (type == e::deadline_exceeded) return s::gateway_timeout;
   if (type == e::invalid_query) return s::bad_request;
   if (type == e::shutdown || type == e::agent_stopped || type == e::store_timeout || type == e::store_failed ||

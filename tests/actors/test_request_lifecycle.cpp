@@ -68,6 +68,41 @@ TEST_CASE("a callback that throws ends its request with callback_failed; the run
   CHECK(pending_in_brokers(rt) == 0);
 }
 
+TEST_CASE("a request id still running is refused as a duplicate; the running request goes on") {
+  auto model =
+      std::make_shared<scripted_provider>(std::vector<scripted_reply>{stalls(), scripted_reply::text("after")});
+  runtime rt({.provider = model, .scheduler_threads = 1});
+  agent a = rt.spawn_agent({.id = "a", .model = "m"});
+  gate streaming;
+  ask_options first = open_on_first_delta(streaming);
+  first.request_id = "r1";
+  request running = a.ask("hi", first);
+  REQUIRE(streaming.wait());
+
+  ask_options again;
+  again.request_id = "r1";
+  request duplicate = a.ask("hi again", again);
+  const reply refused = must_reply(duplicate);
+  CHECK(error_type_of(refused) == "duplicate_request");
+  CHECK(refused.request_id == "r1");
+
+  SECTION("the refused handle's cancel leaves the running request alone") {
+    duplicate.cancel("cancelled through the duplicate");
+    running.cancel("cancelled by its owner");
+    const reply r = must_reply(running);
+    CHECK(error_type_of(r) == "cancelled");
+    CHECK_THAT(std::get<error_info>(r.outcome).message, Catch::Contains("by its owner"));
+  }
+  SECTION("the running request still gets its own answer, and its id is free once it ended") {
+    running.cancel("done with it");
+    CHECK(error_type_of(must_reply(running)) == "cancelled");
+    ask_options later;
+    later.request_id = "r1";
+    CHECK(answer_of(must_reply(a.ask("once more", later))) == "after");
+  }
+  CHECK(pending_in_brokers(rt) == 0);
+}
+
 TEST_CASE("a broker that dies ends the requests it held and is replaced") {
   auto sink = std::make_shared<recording_sink>();
   auto model =
