@@ -65,8 +65,9 @@ struct runtime_options {
   // ask_options::request_id. Thread contents then depend only on what each
   // agent is asked, in which order, and on the model's and tools' answers.
   std::optional<std::uint64_t> seed{};
-  // What shutdown() may spend delivering the spans the sinks still hold.
-  std::chrono::milliseconds telemetry_flush_timeout{5'000};
+  // What shutdown() may spend delivering the spans the sinks still hold: a
+  // collector that does not answer delays a program's end this long at most.
+  std::chrono::milliseconds telemetry_flush_timeout{1'000};
 };
 
 struct ask_options {

@@ -73,6 +73,9 @@ int run_ask(const model_options& o, const std::string& question, bool as_json) {
     if (e.attempts > 1) std::cerr << " after " << e.attempts << " attempts";
     std::cerr << "\n";
   }
+  // The answer is out before the runtime ends: its end may wait (up to a
+  // second) for a telemetry collector, and a caller reading stdout should not.
+  std::cout.flush();
   s.rt->shutdown();
   return result.ok() ? 0 : 1;
 }

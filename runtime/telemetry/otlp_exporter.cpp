@@ -135,7 +135,8 @@ struct otlp_exporter::pending_export {
 };
 
 otlp_exporter::~otlp_exporter() {
-  stop_by_ = (steady::now() + options_.shutdown_timeout).time_since_epoch().count();
+  const auto patience = stuck_ ? steady::duration::zero() : steady::duration(options_.shutdown_timeout);
+  stop_by_ = (steady::now() + patience).time_since_epoch().count();
   queue_.close();
   {
     // An export in flight now has a nearer deadline: its wait must see it.
@@ -146,11 +147,14 @@ otlp_exporter::~otlp_exporter() {
     }
   }
   worker_.join();
+  abandoned_ += queue_.size();
   // Lost spans are otherwise silent: say so once, for whoever runs the program.
-  if (const otlp_stats st = stats(); st.dropped || st.failed)
-    std::fprintf(stderr, "troupe: OTLP exporter to %s lost spans: %llu dropped (queue full), %llu not delivered\n",
+  if (const otlp_stats st = stats(); st.dropped || st.failed || st.abandoned)
+    std::fprintf(stderr,
+                 "troupe: OTLP exporter to %s lost spans: %llu dropped (queue full), %llu not delivered, %llu still "
+                 "queued at exit\n",
                  options_.url.c_str(), static_cast<unsigned long long>(st.dropped),
-                 static_cast<unsigned long long>(st.failed));
+                 static_cast<unsigned long long>(st.failed), static_cast<unsigned long long>(st.abandoned));
 }
 
 steady::time_point otlp_exporter::stop_by() const { return steady::time_point(steady::duration(stop_by_.load())); }
@@ -168,11 +172,11 @@ void otlp_exporter::flush(std::chrono::milliseconds deadline) {
   lock.unlock();
   queue_.wake();
   lock.lock();
-  flushed_.wait_for(lock, deadline, [&] { return flushes_done_ >= ticket; });
+  if (!flushed_.wait_for(lock, deadline, [&] { return flushes_done_ >= ticket; })) stuck_ = true;
 }
 
 otlp_stats otlp_exporter::stats() const {
-  return {exported_.load(), queue_.dropped(), failed_.load(), requests_.load()};
+  return {exported_.load(), queue_.dropped(), failed_.load(), requests_.load(), abandoned_.load()};
 }
 
 void otlp_exporter::run() {

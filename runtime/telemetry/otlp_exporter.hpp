@@ -39,8 +39,11 @@ struct otlp_options {
   std::size_t max_batch = 512;           // spans per request
   std::chrono::milliseconds schedule_delay{1'000};
   std::chrono::milliseconds export_timeout{10'000};
-  std::chrono::milliseconds shutdown_timeout{5'000};  // what the destructor may spend sending the rest
-  bool capture_content = false;                       // prompts and answers in spans
+  // What the destructor may spend sending the rest: a program that ends
+  // waits this long at most for a collector that does not answer (and not
+  // at all when a flush already found it stuck).
+  std::chrono::milliseconds shutdown_timeout{1'000};
+  bool capture_content = false;  // prompts and answers in spans
 };
 
 // The exporter's configuration from the standard variables, or nullopt when
@@ -58,10 +61,11 @@ using env_reader = std::function<std::optional<std::string>(std::string_view)>;
 std::optional<otlp_options> otlp_options_from_env(const env_reader& env = {});
 
 struct otlp_stats {
-  std::uint64_t exported = 0;  // spans the collector accepted
-  std::uint64_t dropped = 0;   // events refused by the full queue
-  std::uint64_t failed = 0;    // spans in batches that could not be delivered
-  std::uint64_t requests = 0;  // export requests made
+  std::uint64_t exported = 0;   // spans the collector accepted
+  std::uint64_t dropped = 0;    // events refused by the full queue
+  std::uint64_t failed = 0;     // spans in batches that could not be delivered
+  std::uint64_t requests = 0;   // export requests made
+  std::uint64_t abandoned = 0;  // events still queued when the exporter had to stop
 };
 
 class otlp_exporter final : public telemetry_sink {
@@ -76,6 +80,8 @@ class otlp_exporter final : public telemetry_sink {
   bool records_spans() const override { return true; }
   bool records_content() const override { return options_.capture_content; }
   // Sends everything queued now; returns once it was sent or `deadline` passed.
+  // A flush that runs out of time marks the collector stuck: the destructor
+  // then stops at once instead of waiting for it again.
   void flush(std::chrono::milliseconds deadline) override;
 
   otlp_stats stats() const;
@@ -90,7 +96,8 @@ class otlp_exporter final : public telemetry_sink {
   otlp_resource resource_;
   std::shared_ptr<http_client> client_;
   bounded_queue<telemetry_event> queue_;
-  std::atomic<std::uint64_t> exported_{0}, failed_{0}, requests_{0};
+  std::atomic<std::uint64_t> exported_{0}, failed_{0}, requests_{0}, abandoned_{0};
+  std::atomic<bool> stuck_{false};
   // Flushes asked for and done, so that flush() knows when its events left.
   std::mutex flush_mutex_;
   std::condition_variable flushed_;

@@ -366,6 +366,27 @@ TEST_CASE("troupe ask --user continues that user's conversation on a durable sto
   }
 }
 
+TEST_CASE("a telemetry collector that never answers delays troupe ask's end by about a second") {
+  http_test_server collector;
+  scripted_http_response hang = scripted_http_response::json(200, "{}");
+  hang.stall = true;
+  hang.chunks.clear();
+  collector.respond_always(hang);
+  struct endpoint_in_env {
+    explicit endpoint_in_env(const std::string& url) { ::setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url.c_str(), 1); }
+    ~endpoint_in_env() { ::unsetenv("OTEL_EXPORTER_OTLP_ENDPOINT"); }
+  } traced(collector.base_url());
+  echo_script script;
+  const auto start = std::chrono::steady_clock::now();
+  const json::value answer = run_json("ask --json " + script.flags() + " hi");
+  const auto took = std::chrono::steady_clock::now() - start;
+  CHECK(answer.at("answer") == "Noted.");
+  CHECK(collector.requests().size() >= 1);  // the spans went out, and were never answered
+  // A flush of one second, then no second wait at the exporter's end (it
+  // was ten seconds, five for each).
+  CHECK(took < std::chrono::seconds(5));
+}
+
 TEST_CASE("troupe threads and troupe conversations manage what is stored") {
   temp_db db;
   echo_script script;

@@ -111,6 +111,25 @@ TEST_CASE("a slow or absent collector never blocks emit", "[telemetry][otlp_expo
     CHECK(std::chrono::steady_clock::now() - start < 1s);
     CHECK(exporter.stats().dropped >= 996);
   }
+  SECTION("a collector that never answers: once a flush found it stuck, the end does not wait for it again") {
+    otlp_receiver collector;
+    scripted_http_response hang = scripted_http_response::json(200, "{}");
+    hang.stall = true;
+    hang.chunks.clear();
+    collector.server().respond_always(hang);
+    otlp_options o = local(collector.traces_url());
+    o.max_batch = 1;
+    o.export_timeout = 60s;
+    o.shutdown_timeout = 30s;  // what the end would wait without the stuck flush
+    auto exporter = std::make_unique<otlp_exporter>(o);
+    exporter->emit(tool_done(0));
+    REQUIRE(collector.server().wait_for_requests(1, 10s));
+    exporter->emit(tool_done(1));
+    exporter->flush(100ms);  // runs out of time: the export in flight hangs
+    const auto start = std::chrono::steady_clock::now();
+    exporter.reset();
+    CHECK(std::chrono::steady_clock::now() - start < 10s);
+  }
   SECTION("a collector that is down: the batch fails and is counted") {
     otlp_options o = local("http://127.0.0.1:1/v1/traces");
     otlp_exporter exporter(o);
