@@ -760,6 +760,8 @@ class agent_logic {
       if (const auto* c = std::get_if<llm_completion>(&r->outcome)) {
         e.usage = c->usage;
         e.finish_reason = c->finish_reason;
+        e.response_id = c->response_id;
+        e.response_model = c->response_model;
         if (st_.ctx->record_content) {
           e.input_messages = t.model_input;
           e.output_messages = genai_output_messages(*c);
@@ -783,6 +785,7 @@ class agent_logic {
     request_trace* trace = slot.trace && slot.trace->record ? slot.trace.get() : nullptr;
     if (trace && seen.kind == telemetry_kind::llm_delta && trace->first_chunk_us < 0)
       trace->first_chunk_us = steady_us() - slot.llm_started_us;
+    if (trace && seen.kind == telemetry_kind::llm_error) ++trace->failed_calls;
     std::optional<request_trace::tool_span> tool;
     if (trace && (seen.kind == telemetry_kind::tool_completed || seen.kind == telemetry_kind::tool_error))
       tool = trace->end_tool(seen.tool_call_id);
@@ -859,6 +862,7 @@ class agent_logic {
     e.provider = std::string(provider()->name());
     e.model = t.model;
     e.usage = r.usage;
+    e.usage->calls_without_usage += t.failed_calls;
     if (!r.ok()) e.error_type = std::get<error_info>(r.outcome).type;
     if (st_.ctx->record_content) {
       e.input_messages = genai_text_message("user", t.question);

@@ -28,6 +28,7 @@ struct request_trace {
   std::string model;
   std::int64_t first_chunk_us = -1;  // after the call's start; -1: no delta yet
   std::string model_input;           // with message content only
+  int failed_calls = 0;              // model calls that failed: their tokens are not known
 
   struct tool_span {
     std::string tool_call_id;

@@ -21,6 +21,11 @@ struct llm_completion {
   std::vector<tool_call> tool_calls;  // non-empty: the model wants tools run
   std::optional<token_usage> usage;   // absent when the provider did not report it
   std::string finish_reason;          // as the provider reported it ("stop", "tool_calls", …)
+  // What the provider called its response and the model that answered (which
+  // may differ from the one asked for: an alias, a dated snapshot); empty
+  // when it did not say.
+  std::string response_id{};
+  std::string response_model{};
 
   friend bool operator==(const llm_completion&, const llm_completion&) = default;
 };

@@ -38,6 +38,8 @@ json::value data_of(const llm_result& r) {
                           o["tool_calls"] = std::move(calls);
                           o["usage"] = c.usage ? to_json(*c.usage) : json::value(nullptr);
                           o["finish_reason"] = c.finish_reason;
+                          if (!c.response_id.empty()) o["response_id"] = c.response_id;
+                          if (!c.response_model.empty()) o["response_model"] = c.response_model;
                         },
                         [&](const error_info& e) { o["error"] = to_json(e); }},
              r.outcome);
@@ -97,6 +99,8 @@ decoded<signal> decode_llm_result(json_reader& r) {
     c.text = r.optional_string("text").value_or("");
     c.thinking = r.optional_string("thinking").value_or("");
     c.finish_reason = r.optional_string("finish_reason").value_or("");
+    c.response_id = r.optional_string("response_id").value_or("");
+    c.response_model = r.optional_string("response_model").value_or("");
     if (auto calls = r.optional_array("tool_calls")) {
       for (std::size_t i = 0; i < calls->size() && r.ok(); ++i) {
         auto call = decode_tool_call((*calls)[i], element_path(r.field_path("tool_calls"), i));

@@ -30,7 +30,9 @@ void put_if(span& s, std::string key, const std::string& v) {
 }
 
 void put_usage(span& s, const std::optional<token_usage>& usage) {
-  if (!usage) return;
+  // A sum that misses some call's tokens is not the usage: better none than
+  // a count that looks exact and is short (0 for a call that failed).
+  if (!usage || usage->calls_without_usage > 0) return;
   put(s, "gen_ai.usage.input_tokens", usage->input_tokens);
   put(s, "gen_ai.usage.output_tokens", usage->output_tokens);
 }
@@ -82,6 +84,8 @@ std::optional<span> genai_span(const telemetry_event& e) {
       put(s, "gen_ai.conversation.id", e.thread_id);
       put_usage(s, e.usage);
       if (!e.finish_reason.empty()) put(s, "gen_ai.response.finish_reasons", std::vector<std::string>{e.finish_reason});
+      put_if(s, "gen_ai.response.model", e.response_model);
+      put_if(s, "gen_ai.response.id", e.response_id);
       if (e.first_chunk_us >= 0)
         put(s, "gen_ai.response.time_to_first_chunk", static_cast<double>(e.first_chunk_us) / 1e6);
       put(s, "troupe.call.id", e.call_id);

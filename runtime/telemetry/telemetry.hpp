@@ -68,8 +68,13 @@ struct telemetry_event {
   // Model calls:
   std::string model{};
   std::string provider{};
-  std::optional<token_usage> usage{};  // on llm_completed always, for metrics; elsewhere with spans
+  // On llm_completed always, for metrics; elsewhere with spans. A request's
+  // counts calls whose tokens are not known (calls_without_usage, failed
+  // calls included): its spans then report no token counts at all.
+  std::optional<token_usage> usage{};
   std::string finish_reason{};
+  std::string response_id{};         // as the provider named its response
+  std::string response_model{};      // the model that answered, as the provider named it
   std::int64_t first_chunk_us = -1;  // from the call's start to its first delta; -1: none came
   // Message content, only for sinks that ask for it (it may be private), as
   // JSON text in the shape of the GenAI conventions' gen_ai.*.messages.

@@ -92,8 +92,10 @@ void anthropic_stream_decoder::read_event(const json_fields& o, std::string_view
   const std::string_view type = o.text("type").empty() ? sse_type : o.text("type");
 
   if (type == "message_start") {
-    if (const auto m = o.object("message"))
+    if (const auto m = o.object("message")) {
       if (const auto u = m->object("usage")) usage_ = usage_of(*u);
+      name_response(*m, "id", "model");
+    }
   } else if (type == "content_block_start") {
     const auto block = o.object("content_block");
     const std::string_view kind = block ? block->text("type") : std::string_view{};
@@ -169,6 +171,8 @@ llm_result decode_anthropic_response(const std::string& call_id, std::string_vie
     }
   }
   c.finish_reason = o.text("stop_reason");
+  c.response_id = response_label(o, "id");
+  c.response_model = response_label(o, "model");
   if (const auto u = o.object("usage")) c.usage = usage_of(*u);
   if (problem)
     return {call_id, error_info::of(error_type::malformed_response, "the response is malformed: " + *problem, 1)};

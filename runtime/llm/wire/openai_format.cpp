@@ -92,6 +92,7 @@ void openai_stream_decoder::read_chunk(const json_fields& chunk) {
     return;
   }
   if (auto u = usage_of(chunk)) usage_ = u;
+  name_response(chunk, "id", "model");
   const json::array* choices = chunk.array("choices");
   if (!choices || choices->empty()) return;
   const auto choice = chunk.element(*choices, "choices", 0);

@@ -1,5 +1,7 @@
 #include "runtime/llm/wire/stream_decoder.hpp"
 
+#include "runtime/text.hpp"
+
 #include <boost/json/parse.hpp>
 
 namespace troupe {
@@ -46,6 +48,16 @@ void stream_decoder::malformed(std::string what) {
   fail(error_info::of(error_type::malformed_response, std::move(what), 1));
 }
 
+std::string response_label(const json_fields& o, std::string_view key) {
+  const boost::json::value* v = o.value(key);
+  return v && v->is_string() ? shortened(v->get_string(), 256) : std::string();
+}
+
+void stream_decoder::name_response(const json_fields& o, std::string_view id_key, std::string_view model_key) {
+  if (response_id_.empty()) response_id_ = response_label(o, id_key);
+  if (response_model_.empty()) response_model_ = response_label(o, model_key);
+}
+
 llm_result stream_decoder::finish() {
   if (error_) return {call_id_, *error_};
   if (!done_)
@@ -55,6 +67,8 @@ llm_result stream_decoder::finish() {
   c.thinking = thinking_;
   c.usage = usage_;
   c.finish_reason = finish_reason_;
+  c.response_id = response_id_;
+  c.response_model = response_model_;
   for (const auto& p : tool_calls_) c.tool_calls.push_back(assemble_tool_call(p.id, p.name, p.arguments));
   return {call_id_, std::move(c)};
 }

@@ -3,6 +3,7 @@
 // come, and one llm_result at the end. Each wire format (OpenAI chat
 // completions, Anthropic messages) is a subclass; what they share lives here.
 
+#include "runtime/llm/wire/json_fields.hpp"
 #include "runtime/llm/wire/sse_parser.hpp"
 #include "signals/llm_delta.hpp"
 #include "signals/llm_result.hpp"
@@ -49,10 +50,15 @@ class stream_decoder {
   void complete(std::string finish_reason);
   // Malformed JSON in a data line ends the call: the stream cannot be trusted.
   void malformed(std::string what);
+  // Remembers the response's id and model (response_label) from the first
+  // object that names them.
+  void name_response(const json_fields& o, std::string_view id_key, std::string_view model_key);
 
   std::vector<partial_tool_call> tool_calls_;
   std::optional<token_usage> usage_;
   std::string finish_reason_;  // as the provider said it ("stop", "tool_use", …)
+  std::string response_id_;
+  std::string response_model_;
 
  private:
   std::string call_id_;
@@ -62,6 +68,11 @@ class stream_decoder {
   std::optional<error_info> error_;
   bool done_ = false;
 };
+
+// A response's id or model, as a server names them in `key`: only a string
+// counts, cut to 256 bytes, else "". They only label spans, so a server that
+// sends something else there does not fail the call.
+std::string response_label(const json_fields& o, std::string_view key);
 
 // Parses a tool call's argument text: an object is used as it is, empty
 // text is {}, anything else is kept raw as invalid_arguments so that the

@@ -54,6 +54,15 @@ TEST_CASE("a request becomes an invoke_agent span", "[telemetry][genai_spans]") 
     CHECK(s->status_message == "rate_limited: slow down");
     CHECK(text(*s, "error.type") == "rate_limited");
   }
+  SECTION("a request some of whose calls' tokens are unknown reports no token counts, not a short sum") {
+    auto e = ended(telemetry_kind::request_failed);
+    e.error_type = "server";
+    e.usage = token_usage{0, 0, 1};  // its one model call failed
+    auto s = genai_span(e);
+    REQUIRE(s);
+    CHECK(s->attribute("gen_ai.usage.input_tokens") == nullptr);
+    CHECK(s->attribute("gen_ai.usage.output_tokens") == nullptr);
+  }
   SECTION("a cancelled request is not an error") {
     auto s = genai_span(ended(telemetry_kind::request_cancelled));
     REQUIRE(s);
@@ -68,6 +77,8 @@ TEST_CASE("a model call becomes a chat span", "[telemetry][genai_spans]") {
     e.usage = token_usage{120, 30, 0};
     e.finish_reason = "tool_calls";
     e.first_chunk_us = 250'000;
+    e.response_model = "gpt-test-2026-01-01";
+    e.response_id = "chatcmpl-9";
     auto s = genai_span(e);
     REQUIRE(s);
     CHECK(s->name == "chat gpt-test");
@@ -79,12 +90,16 @@ TEST_CASE("a model call becomes a chat span", "[telemetry][genai_spans]") {
     CHECK(std::get<std::vector<std::string>>(*s->attribute("gen_ai.response.finish_reasons")) ==
           std::vector<std::string>{"tool_calls"});
     CHECK(std::get<double>(*s->attribute("gen_ai.response.time_to_first_chunk")) == Approx(0.25));
+    CHECK(text(*s, "gen_ai.response.model") == "gpt-test-2026-01-01");
+    CHECK(text(*s, "gen_ai.response.id") == "chatcmpl-9");
   }
   SECTION("without usage or a first chunk, those attributes are left out") {
     auto s = genai_span(ended(telemetry_kind::llm_completed));
     REQUIRE(s);
     CHECK(s->attribute("gen_ai.usage.input_tokens") == nullptr);
     CHECK(s->attribute("gen_ai.response.time_to_first_chunk") == nullptr);
+    CHECK(s->attribute("gen_ai.response.model") == nullptr);
+    CHECK(s->attribute("gen_ai.response.id") == nullptr);
   }
   SECTION("a failed call has error.type and an error status") {
     auto e = ended(telemetry_kind::llm_error);

@@ -107,6 +107,8 @@ TEST_CASE("OpenAI streams") {
     CHECK(c.finish_reason == "stop");
     CHECK(c.usage == token_usage{12, 3});
     CHECK(c.tool_calls.empty());
+    CHECK(c.response_id == "chatcmpl-1");
+    CHECK(c.response_model == "gpt-4o-mini");
   }
   SECTION("tool arguments in many fragments, CRLF line ends and comments") {
     const auto d = decode<openai_stream_decoder>(fixture("openai_tool_fragments.sse"));
@@ -193,6 +195,8 @@ TEST_CASE("Anthropic streams") {
     CHECK(d.streamed_text == "Hello!");
     CHECK(c.finish_reason == "end_turn");
     CHECK(c.usage == token_usage{25, 6});  // the latest cumulative count, not a sum
+    CHECK(c.response_id == "msg_1");
+    CHECK(c.response_model == "claude-sonnet-4-5");
   }
   SECTION("thinking, text and a tool_use whose input arrives in pieces") {
     const auto d = decode<anthropic_stream_decoder>(fixture("anthropic_tool_use.sse"));
@@ -230,6 +234,8 @@ TEST_CASE("non-streaming responses") {
     CHECK(c.tool_calls[0].arguments == json::object{{"city", "Rome"}});
     CHECK(c.usage == token_usage{9, 7});
     CHECK(c.finish_reason == "tool_calls");
+    CHECK(c.response_id == "x");
+    CHECK(c.response_model.empty());  // not said
   }
   SECTION("Anthropic") {
     const auto r = decode_anthropic_response("c", R"({"id":"msg","type":"message","role":"assistant",
@@ -240,6 +246,14 @@ TEST_CASE("non-streaming responses") {
     REQUIRE(c.tool_calls.size() == 1);
     CHECK(c.tool_calls[0].arguments == json::object{{"city", "Rome"}});
     CHECK(c.usage == token_usage{20, 11});
+    CHECK(c.response_id == "msg");
+  }
+  SECTION("a response id or model that is not a string labels nothing and fails nothing") {
+    const auto r = decode_openai_response("c", R"({"id":7,"model":{"x":1},"choices":[{"index":0,
+        "message":{"content":"Fine."}}]})");
+    CHECK(completion(r).text == "Fine.");
+    CHECK(completion(r).response_id.empty());
+    CHECK(completion(r).response_model.empty());
   }
   SECTION("OpenAI, a choice of two fields (the message must survive the choice growing)") {
     // Under AddressSanitizer this was a use after free: found by fuzz_responses.
