@@ -12,6 +12,7 @@
 #include "runtime/telemetry/genai_messages.hpp"
 #include "runtime/thrown_by.hpp"
 #include "signals/overloaded.hpp"
+#include "signals/utf8.hpp"
 
 #include <atomic>
 #include <memory>
@@ -165,6 +166,13 @@ class agent_logic {
     if (q.thread_id.empty()) q.thread_id = default_thread_id();
     if (st_.stopping) return refused(q.request_id, error_type::shutdown, "the agent is stopping");
     if (q.request_id.empty()) return refused(q.request_id, error_type::invalid_query, "a query needs a request_id");
+    if (!is_valid_utf8(q.request_id) || !is_valid_utf8(q.thread_id))
+      return refused(valid_utf8(q.request_id), error_type::invalid_query,
+                     "a request id and a thread id must be valid UTF-8 (" + valid_utf8(q.request_id) + ", " +
+                         valid_utf8(q.thread_id) + ")");
+    // The question is committed as it is asked: bytes that are not UTF-8 (a
+    // terminal in another locale) are mended here, not refused.
+    repair_utf8(q);
     if (st_.thread_of && st_.thread_of->count(q.request_id))
       return refused(q.request_id, error_type::duplicate_request,
                      "request " + q.request_id + " is already running on this agent");
@@ -198,11 +206,14 @@ class agent_logic {
     return caf::delegated<reply>();
   }
 
-  void on_signal(const std::string& thread_id, const signal& s) {
+  // What executors send: what the model and the tools said comes in here,
+  // mended to UTF-8 before anything commits it or streams it to a caller.
+  void on_signal(const std::string& thread_id, signal s) {
     thread_slot* slot = st_.threads.find(thread_id);
     if (!slot) return;  // unloaded since: whatever this was for has ended
+    repair_utf8(s);
     if (slot->phase != slot_phase::ready) {
-      slot->held.push_back({s, true});
+      slot->held.push_back({std::move(s), true});
       return;
     }
     handle_signal(*slot, s);
@@ -932,11 +943,12 @@ caf::result<reply> handle_ask(agent_self self, query& q, event_sink_actor& event
 
 void handle_signal(agent_self self, std::string& thread_id, signal& s) {
   agent_logic l(self);
-  l.on_signal(thread_id, s);
+  l.on_signal(thread_id, std::move(s));
   l.unload_idle_threads();
 }
 
 void handle_cancel(agent_self self, std::string& request_id, std::string& reason) {
+  repair_utf8(reason);  // the caller's words, committed with the cancel
   agent_logic(self).on_cancel(request_id, reason);
 }
 

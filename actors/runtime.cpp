@@ -128,6 +128,11 @@ runtime::impl::impl(runtime_options o) : options(std::move(o)) {
                 [&] { return telemetry_event{telemetry_kind::actor_restarted, {}, {}, {}, {}, {}, 0, 0, what}; });
     };
   };
+  ctx->store->set_repair_report([weak](const std::string& thread_id, const std::string& what) {
+    if (auto c = weak.lock())
+      c->emit(telemetry_kind::thread_repaired,
+              [&] { return telemetry_event{telemetry_kind::thread_repaired, {}, thread_id, {}, {}, {}, 0, 0, what}; });
+  });
   const std::size_t executors = options.executors ? options.executors : threads;
   ctx->llm_executors.start(
       executors, [&sys, weak] { return spawn_llm_executor(sys, weak.lock()); }, replaced("model executor"));

@@ -1,7 +1,7 @@
 #pragma once
 // A model's streamed response through the SSE parser into a stream decoder,
 // fed whole and in pieces: neither may throw or crash, and both must give
-// the same result and the same deltas.
+// the same result and the same deltas, all of it valid UTF-8.
 
 #include "fuzz_input.hpp"
 #include "runtime/llm/wire/sse_parser.hpp"
@@ -33,6 +33,8 @@ void check_stream(std::string_view input) {
   const stream_outcome split = decode_stream<Decoder>(input, piece_size(input));
   require(whole.result == split.result, "the result depends on how the bytes are split");
   require(whole.deltas == split.deltas, "the deltas depend on how the bytes are split");
+  require_valid_text(whole.deltas, "a delta that is not UTF-8");
+  require_valid_text(whole.result, "a result with text that is not UTF-8");
 }
 
 }  // namespace troupe::fuzz

@@ -2,6 +2,8 @@
 // Small text helpers the runtime shares: text cut to fit a line, ASCII case
 // folding (header names, error codes) and trimming.
 
+#include "signals/utf8.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cstddef>
@@ -10,13 +12,14 @@
 
 namespace troupe {
 
-// Text cut to fit a line: at most `max_bytes` bytes of UTF-8, never inside a
-// character, with "…" where it was cut.
+// Text cut to fit a line: at most `max_bytes` bytes of the text, never inside
+// a character, with "…" where it was cut. Always valid UTF-8, whatever came
+// in (a proxy's Latin-1 error page is quoted with U+FFFD for its accents).
 inline std::string shortened(std::string_view text, std::size_t max_bytes) {
-  if (text.size() <= max_bytes) return std::string(text);
+  if (text.size() <= max_bytes) return valid_utf8(text);
   std::size_t cut = max_bytes;
   while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // a continuation byte
-  return std::string(text.substr(0, cut)) + "\xE2\x80\xA6";
+  return valid_utf8(text.substr(0, cut)) + "\xE2\x80\xA6";
 }
 
 // ASCII letters in lower case; other bytes as they are.

@@ -11,7 +11,7 @@ packages=(
   libcaf-dev libvalijson-dev libcli11-dev
   libcurl4-openssl-dev ca-certificates libedit-dev libsqlite3-dev libpq-dev
   catch2 libbenchmark-dev libjemalloc-dev
-  libtomlplusplus-dev libboost-url1.81-dev
+  libtomlplusplus-dev libboost-url1.81-dev libutfcpp-dev
   "$@"
 )
 

@@ -1,5 +1,7 @@
 #include "signals/json_text.hpp"
 
+#include "signals/utf8.hpp"
+
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -11,14 +13,16 @@ namespace json = boost::json;
 
 namespace {
 
-// For each byte, how Boost.JSON's serializer escapes it: 0 when it does not
-// (UTF-8 included), the letter of the quote, the backslash and the five
-// control characters that have one, 'u' for every other control character
-// (\u00xx, in lower case). A table, so that the bytes between two escapes
-// are found a byte a lookup and copied at once.
+// For each byte, how Boost.JSON's serializer escapes it: 0 when it does not,
+// the letter of the quote, the backslash and the five control characters
+// that have one, 'u' for every other control character (\u00xx, in lower
+// case); 'v' for a byte past ASCII, whose sequence is checked (what is not
+// UTF-8 is written as U+FFFD: see utf8.hpp). A table, so that the bytes
+// between two escapes are found a byte a lookup and copied at once.
 constexpr std::array<char, 256> escapes = [] {
   std::array<char, 256> e{};
   for (int c = 0; c < 0x20; ++c) e[static_cast<std::size_t>(c)] = 'u';
+  for (int c = 0x80; c < 0x100; ++c) e[static_cast<std::size_t>(c)] = 'v';
   e['"'] = '"';
   e['\\'] = '\\';
   e['\b'] = 'b';
@@ -29,16 +33,23 @@ constexpr std::array<char, 256> escapes = [] {
   return e;
 }();
 
-}  // namespace
-
-void append_json_string(std::string& out, std::string_view s) {
+void append_escaped(std::string& out, std::string_view s) {
   static constexpr char hex[] = "0123456789abcdef";
-  out.push_back('"');
   std::size_t run = 0;  // start of the bytes not yet copied
   for (std::size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
     const char letter = escapes[c];
     if (!letter) continue;
+    if (letter == 'v') {
+      if (const std::size_t length = utf8_sequence_at(s, i)) {
+        i += length - 1;
+        continue;
+      }
+      // Rare: the rest is repaired once and written from the copy.
+      out.append(s.data() + run, i - run);
+      append_escaped(out, valid_utf8(s.substr(i)));
+      return;
+    }
     out.append(s.data() + run, i - run);
     run = i + 1;
     if (letter != 'u') {
@@ -50,6 +61,13 @@ void append_json_string(std::string& out, std::string_view s) {
     }
   }
   out.append(s.data() + run, s.size() - run);
+}
+
+}  // namespace
+
+void append_json_string(std::string& out, std::string_view s) {
+  out.push_back('"');
+  append_escaped(out, s);
   out.push_back('"');
 }
 

@@ -6,7 +6,9 @@
 // integral one so that it reads back as a double and not an integer;
 // everything else is written exactly as boost::json::serialize writes it.
 // A double JSON cannot hold (NaN, infinity) is written as null, where Boost
-// writes NaN or Infinity, which no JSON reader accepts.
+// writes NaN or Infinity, which no JSON reader accepts; a string that is not
+// UTF-8 is written with U+FFFD for each ill-formed sequence, where Boost
+// copies the bytes, which no JSON reader accepts either (utf8.hpp).
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>

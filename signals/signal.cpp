@@ -2,8 +2,10 @@
 
 #include "signals/json_reader.hpp"
 #include "signals/overloaded.hpp"
+#include "signals/utf8.hpp"
 
 #include <array>
+#include <initializer_list>
 
 namespace troupe {
 
@@ -162,6 +164,61 @@ decoded<signal> decode_signal(std::string_view type, const json::value& data, st
     return decoders[i](r);
   }
   return decode_error{"type", "unknown signal type \"" + std::string(type) + "\""};
+}
+
+namespace {
+
+bool repair_each(std::initializer_list<std::string*> texts) {
+  bool repaired = false;
+  for (std::string* t : texts) repaired |= repair_utf8(*t);
+  return repaired;
+}
+
+bool repair_error(error_info& e) { return repair_each({&e.type, &e.message}); }
+
+bool repair_call(tool_call& c) {
+  bool repaired = repair_each({&c.id, &c.name}) | repair_utf8(c.arguments);
+  if (c.invalid_arguments) repaired |= repair_utf8(*c.invalid_arguments);
+  return repaired;
+}
+
+}  // namespace
+
+bool repair_utf8(query& q) {
+  bool repaired = repair_utf8(q.text);
+  if (q.overrides.model) repaired |= repair_utf8(*q.overrides.model);
+  if (q.overrides.system_prompt) repaired |= repair_utf8(*q.overrides.system_prompt);
+  for (std::string& stop : q.overrides.params.stop) repaired |= repair_utf8(stop);
+  return repaired;
+}
+
+bool repair_utf8(signal& s) {
+  return std::visit(overloaded{
+                        [](query& q) { return repair_utf8(q); },
+                        [](llm_delta& d) {
+                          return repair_each({&d.call_id, &d.text, &d.thinking});
+                        },
+                        [](llm_result& r) {
+                          bool repaired = repair_utf8(r.call_id);
+                          std::visit(overloaded{[&](llm_completion& c) {
+                                                  repaired |= repair_each({&c.text, &c.thinking, &c.finish_reason,
+                                                                           &c.response_id, &c.response_model});
+                                                  for (tool_call& call : c.tool_calls) repaired |= repair_call(call);
+                                                },
+                                                [&](error_info& e) { repaired |= repair_error(e); }},
+                                     r.outcome);
+                          return repaired;
+                        },
+                        [](tool_result& r) {
+                          bool repaired = repair_each({&r.call_id, &r.tool_call_id, &r.tool_name});
+                          std::visit(overloaded{[&](json::value& v) { repaired |= repair_utf8(v); },
+                                                [&](error_info& e) { repaired |= repair_error(e); }},
+                                     r.outcome);
+                          return repaired;
+                        },
+                        [](cancel& c) { return repair_utf8(c.reason); },
+                    },
+                    s);
 }
 
 }  // namespace troupe

@@ -24,6 +24,14 @@ std::string_view signal_type(const signal& s);
 // The signal's fields as the envelope's `data`.
 boost::json::value signal_data(const signal& s);
 
+// Replaces what is not UTF-8 in the text a signal brings in (a question,
+// what a model or a tool said, an error's message, a cancel's reason) with
+// U+FFFD, so that nothing committed from it breaks a later load: true if
+// anything was replaced. A query's ids are left as they are: ids are refused
+// when they are not UTF-8 (utf8.hpp), never changed.
+bool repair_utf8(signal& s);
+bool repair_utf8(query& q);
+
 // Rebuilds a signal from its type name and data. Errors name the bad field,
 // prefixed with `path` ("data" inside an envelope).
 decoded<signal> decode_signal(std::string_view type, const boost::json::value& data, std::string path);

@@ -1,8 +1,7 @@
 #include "apps/serve/http.hpp"
 
 #include "signals/error_info.hpp"
-
-#include <boost/json/serialize.hpp>
+#include "signals/json_text.hpp"
 
 namespace troupe::serve {
 
@@ -10,7 +9,7 @@ http_response json_response(http::status status, const boost::json::value& body)
   http_response r{status, 11};
   r.set(http::field::content_type, "application/json");
   r.set(http::field::cache_control, "no-store");
-  r.body() = boost::json::serialize(body);
+  r.body() = json_text(body);
   r.body() += '\n';
   return r;
 }

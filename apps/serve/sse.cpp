@@ -1,12 +1,12 @@
 #include "apps/serve/sse.hpp"
 
-#include <boost/json/serialize.hpp>
+#include "signals/json_text.hpp"
 
 namespace troupe::serve {
 
 sse_event make_event(std::uint64_t id, std::string name, const boost::json::value& data) {
   // Boost.JSON escapes control characters, so the data is one line.
-  return {id, std::move(name), boost::json::serialize(data)};
+  return {id, std::move(name), json_text(data)};
 }
 
 std::string format_sse(const sse_event& e) {

@@ -81,7 +81,7 @@ error_info classify_http_error(int status, std::string_view body, std::string_vi
   if (e.message.empty()) {
     // A body that is not JSON (a proxy's HTML page) is quoted, shortened.
     e.message = "HTTP " + std::to_string(status);
-    if (!body.empty()) e.message += ": " + std::string(body.substr(0, 200));
+    if (!body.empty()) e.message += ": " + shortened(body, 200);
   }
   if (!retry_after.empty()) e.retry_after_seconds = parse_retry_after(retry_after, now_ms);
   return e;

@@ -3,6 +3,7 @@
 #include "runtime/llm/wire/sse_parser.hpp"
 #include "runtime/mcp/json_rpc.hpp"
 #include "runtime/mcp/protocol.hpp"
+#include "runtime/text.hpp"
 
 #include <boost/beast/core/detail/base64.hpp>
 
@@ -24,7 +25,7 @@ std::string header_value(std::string_view v) {
 
 error_info http_failure(int status, std::string_view body) {
   std::string message = "the MCP endpoint answered HTTP " + std::to_string(status);
-  if (!body.empty()) message += ": " + std::string(body.substr(0, 200));
+  if (!body.empty()) message += ": " + shortened(body, 200);
   error_info e = error_info::of(status == 401 || status == 403 ? "auth" : mcp_error::unavailable, message);
   e.http_status = status;
   return e;

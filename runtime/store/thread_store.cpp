@@ -2,6 +2,7 @@
 
 #include "runtime/store/thread_lease.hpp"
 
+#include <cstdio>
 #include <stdexcept>
 
 namespace troupe {
@@ -60,6 +61,24 @@ stored<thread> thread_store::fork(const std::string& thread_id, std::uint64_t at
     return written.error();
   }
   return std::move(*child);
+}
+
+void thread_store::set_repair_report(repair_report report) {
+  std::lock_guard lock(repairs_mutex_);
+  repair_report_ = std::move(report);
+}
+
+void thread_store::report_repair(const std::string& thread_id, const std::string& what) {
+  repair_report report;
+  {
+    std::lock_guard lock(repairs_mutex_);
+    if (!repaired_threads_.insert(thread_id).second) return;
+    report = repair_report_;
+  }
+  if (report)
+    report(thread_id, what);
+  else
+    std::fprintf(stderr, "troupe: thread %s: %s\n", thread_id.c_str(), what.c_str());
 }
 
 }  // namespace troupe

@@ -10,8 +10,10 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace troupe {
@@ -116,6 +118,21 @@ class thread_store {
   // invalid (at_seq past its end), conflict (new_id is taken).
   virtual stored<thread> fork(const std::string& thread_id, std::uint64_t at_seq, const std::string& new_id,
                               std::int64_t now_ms);
+
+  // Where a store says what it mended as it read: an entry stored with bytes
+  // that are not UTF-8 (troupe writes none, but a file may hold them from
+  // elsewhere) loads with U+FFFD in their place instead of failing the load
+  // for good, and the store says so once per thread. Unset: on standard error.
+  using repair_report = std::function<void(const std::string& thread_id, const std::string& what)>;
+  void set_repair_report(repair_report report);
+
+ protected:
+  void report_repair(const std::string& thread_id, const std::string& what);
+
+ private:
+  std::mutex repairs_mutex_;
+  repair_report repair_report_;
+  std::unordered_set<std::string> repaired_threads_;
 };
 
 }  // namespace troupe

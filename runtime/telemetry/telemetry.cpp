@@ -8,12 +8,12 @@
 namespace troupe {
 
 namespace {
-constexpr std::array<std::string_view, 24> kind_names{
+constexpr std::array<std::string_view, 25> kind_names{
     "request.started", "request.completed", "request.failed",  "request.cancelled", "llm.started",
     "llm.delta",       "llm.completed",     "llm.error",       "tool.started",      "tool.completed",
     "tool.error",      "tool.timeout",      "tool.retry",      "agent.started",     "agent.crashed",
     "agent.restarted", "agent.escalated",   "context.warning", "summary.completed", "summary.failed",
-    "callback.failed", "thread.loaded",     "thread.unloaded", "actor.restarted"};
+    "callback.failed", "thread.loaded",     "thread.unloaded", "actor.restarted",   "thread.repaired"};
 }
 
 std::string_view to_string(telemetry_kind k) { return kind_names[static_cast<std::size_t>(k)]; }
@@ -26,7 +26,8 @@ log_sink::log_sink(bool report_failures) : report_failures_(report_failures) {
 bool log_sink::wants(telemetry_kind k) const {
   if (debug_) return k != telemetry_kind::llm_delta;
   return report_failures_ && (k == telemetry_kind::request_failed || k == telemetry_kind::agent_crashed ||
-                              k == telemetry_kind::agent_escalated || k == telemetry_kind::callback_failed);
+                              k == telemetry_kind::agent_escalated || k == telemetry_kind::callback_failed ||
+                              k == telemetry_kind::thread_repaired);
 }
 
 void log_sink::emit(const telemetry_event& e) {

@@ -43,6 +43,7 @@ enum class telemetry_kind {
   thread_loaded,
   thread_unloaded,  // an agent's thread table: loads and evictions
   actor_restarted,  // an executor or broker replaced in its pool slot
+  thread_repaired,  // a store read a thread with bytes that are not UTF-8, mended (once per thread)
 };
 
 std::string_view to_string(telemetry_kind k);

@@ -366,6 +366,17 @@ TEST_CASE("troupe ask --user continues that user's conversation on a durable sto
   }
 }
 
+TEST_CASE("a question in another locale's bytes is committed mended, and the thread goes on") {
+  temp_db db;
+  echo_script script;
+  const std::string ask = "ask --json --store " + db.uri() + " " + script.flags() + " --thread t-latin1 ";
+  // Latin-1 bytes, as a terminal in that locale passes them.
+  const json::value first = run_json(ask + "\"$(printf 'caf\\351 cr\\350me')\"");
+  CHECK(first.at("entries").at(0).at("payload").at("content") == "caf\xEF\xBF\xBD cr\xEF\xBF\xBDme");
+  const json::value second = run_json(ask + "again");
+  CHECK(second.at("entries").as_array().size() == 4);
+}
+
 TEST_CASE("a telemetry collector that never answers delays troupe ask's end by about a second") {
   http_test_server collector;
   scripted_http_response hang = scripted_http_response::json(200, "{}");

@@ -64,15 +64,15 @@ TEST_CASE("everything but doubles is written as Boost.JSON writes it") {
           json::value(nullptr)})
       CHECK(json_text(v) == json::serialize(v));
   }
-  SECTION("strings: every byte escaped as Boost escapes it") {
+  SECTION("strings: every ASCII byte escaped as Boost escapes it, UTF-8 as it is") {
     std::string all;
-    for (int c = 0; c < 256; ++c) {
+    for (int c = 0; c < 128; ++c) {
       const std::string one(1, static_cast<char>(c));
       CHECK(json_text(json::value(one)) == json::serialize(json::value(one)));
       all += one;
     }
     CHECK(json_text(json::value(all)) == json::serialize(json::value(all)));
-    const json::string mixed("tab\there \"quoted\" back\\slash \x01 caf\xC3\xA9 \xE2\x9C\x93 /");
+    const json::string mixed("tab\there \"quoted\" back\\slash \x01 caf\xC3\xA9 \xE2\x9C\x93 \xF0\x9F\x98\x80 /");
     CHECK(json_text(mixed) == json::serialize(mixed));
     CHECK(json_text(json::value("")) == "\"\"");
   }
@@ -86,5 +86,34 @@ TEST_CASE("everything but doubles is written as Boost.JSON writes it") {
     const json::value v{{"seconds", 24.6}, {"ratio", json::array{0.0303, 1.0, -2.0}}, {"n", 3}};
     CHECK(json_text(v) == R"({"seconds":24.6,"ratio":[0.0303,1.0,-2.0],"n":3})");
     CHECK(json::parse(json_text(v)) == v);
+  }
+}
+
+TEST_CASE("text that is not UTF-8 is written with U+FFFD, so that every text written reads back") {
+  const std::string fffd = "\xEF\xBF\xBD";
+  SECTION("each byte past ASCII alone is ill-formed") {
+    for (int c = 0x80; c < 0x100; ++c) {
+      const std::string one(1, static_cast<char>(c));
+      CHECK(json_text(json::value(one)) == "\"" + fffd + "\"");
+    }
+  }
+  SECTION("Latin-1, a cut character, an overlong form, a surrogate, past U+10FFFF") {
+    CHECK(json_text(json::string("caf\xE9!")) == "\"caf" + fffd + "!\"");
+    CHECK(json_text(json::string("cut \xE2\x9C")) == "\"cut " + fffd + "\"");
+    CHECK(json_text(json::string("\xC0\xAF")) == "\"" + fffd + "\"");
+    CHECK(json_text(json::string("\xED\xA0\x80")) == "\"" + fffd + "\"");
+    CHECK(json_text(json::string("\xF4\x90\x80\x80")) == "\"" + fffd + "\"");
+  }
+  SECTION("what follows a bad byte is still escaped") {
+    CHECK(json_text(json::string("\xFF\"\n\xC3\xA9")) == "\"" + fffd + "\\\"\\n\xC3\xA9\"");
+  }
+  SECTION("keys too, and the text parses") {
+    json::object o;
+    o["k\xFE"] = "v\x80";
+    const std::string text = json_text(o);
+    boost::system::error_code ec;
+    const json::value back = json::parse(text, ec);
+    REQUIRE(!ec);
+    CHECK(back.at("k" + fffd) == json::value("v" + fffd));
   }
 }

@@ -2,9 +2,10 @@
 
 #include "runtime/llm/llm_errors.hpp"
 #include "runtime/llm/wire/json_fields.hpp"
+#include "runtime/text.hpp"
+#include "signals/json_text.hpp"
 
 #include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
 
 namespace troupe {
 
@@ -79,7 +80,7 @@ void anthropic_stream_decoder::on_event(const sse_event& e) {
   boost::system::error_code ec;
   const json::value v = json::parse(e.data, ec);
   if (ec || !v.is_object()) {
-    malformed("an event's data is not a JSON object: " + e.data.substr(0, 200));
+    malformed("an event's data is not a JSON object: " + shortened(e.data, 200));
     return;
   }
   json_problem problem;
@@ -166,7 +167,7 @@ llm_result decode_anthropic_response(const std::string& call_id, std::string_vie
       else if (kind == "tool_use") {
         const json::value* input = block->value("input");
         c.tool_calls.push_back(assemble_tool_call(std::string(block->text("id")), std::string(block->text("name")),
-                                                  input ? json::serialize(*input) : std::string()));
+                                                  input ? json_text(*input) : std::string()));
       }
     }
   }

@@ -2,10 +2,10 @@
 
 #include "runtime/llm/llm_errors.hpp"
 #include "runtime/llm/wire/json_fields.hpp"
+#include "runtime/text.hpp"
 #include "signals/json_text.hpp"
 
 #include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
 
 namespace troupe {
 
@@ -78,7 +78,7 @@ void openai_stream_decoder::on_event(const sse_event& e) {
   boost::system::error_code ec;
   const json::value chunk = json::parse(e.data, ec);
   if (ec || !chunk.is_object()) {
-    malformed("a stream chunk is not a JSON object: " + e.data.substr(0, 200));
+    malformed("a stream chunk is not a JSON object: " + shortened(e.data, 200));
     return;
   }
   json_problem problem;
@@ -144,7 +144,7 @@ llm_result decode_openai_response(const std::string& call_id, std::string_view b
         json::value message = *m;
         (*c)["delta"] = std::move(message);
       }
-  d.on_event(sse_event{"message", json::serialize(o), ""});
+  d.on_event(sse_event{"message", json_text(o), ""});
   d.on_event(sse_event{"message", "[DONE]", ""});
   return d.finish();
 }

@@ -5,8 +5,7 @@
 #include "runtime/clock.hpp"
 #include "runtime/store/postgres/connection_pool.hpp"
 #include "runtime/store/postgres/rows.hpp"
-
-#include <boost/json/serialize.hpp>
+#include "signals/json_text.hpp"
 
 #include <algorithm>
 
@@ -131,7 +130,7 @@ stored<conversation> postgres_store::set_conversation_metadata(const std::string
   const std::string sql =
       std::string("UPDATE conversations SET metadata = $2::json, updated_at = $3 WHERE id = $1 RETURNING ") +
       conversation_columns;
-  result r = run(c, sql.c_str(), {conversation_id, boost::json::serialize(metadata), std::to_string(wall_clock_ms())});
+  result r = run(c, sql.c_str(), {conversation_id, json_text(metadata), std::to_string(wall_clock_ms())});
   if (!r.ok()) return r.error(c, "set the metadata of " + conversation_id);
   if (r.rows() == 0) return conversation_not_found(conversation_id);
   return read_conversation(r, 0);
@@ -151,8 +150,7 @@ stored<conversation> postgres_store::claim_conversation_metadata(const std::stri
                               "$3::jsonb))::json, updated_at = $4 WHERE id = $1 AND NOT (metadata::jsonb ? $2) "
                               "RETURNING ") +
                           conversation_columns;
-  result r =
-      run(c, sql.c_str(), {conversation_id, key, boost::json::serialize(value), std::to_string(wall_clock_ms())});
+  result r = run(c, sql.c_str(), {conversation_id, key, json_text(value), std::to_string(wall_clock_ms())});
   if (!r.ok()) return r.error(c, "claim " + key + " of " + conversation_id);
   if (r.rows() == 1) return read_conversation(r, 0);
   return select_conversation(c, conversation_id);  // not there, or the key was held already

@@ -6,9 +6,9 @@
 #include "runtime/store/sqlite/connection.hpp"
 #include "runtime/store/sqlite/reader_pool.hpp"
 #include "runtime/store/sqlite/rows.hpp"
+#include "signals/json_text.hpp"
 
 #include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
 
 #include <algorithm>
 
@@ -116,13 +116,15 @@ stored<std::vector<entry>> sqlite_store::history(const std::string& conversation
   s.bind(1, conv->thread_id);
   s.bind(2, static_cast<std::int64_t>(std::min<std::size_t>(limit, INT64_MAX)));
   std::vector<entry> out;
+  std::size_t repaired = 0;
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
-    auto e = sqlite::read_entry(s, conv->thread_id);
+    auto e = sqlite::read_entry(s, conv->thread_id, repaired);
     if (!e) return e.error();
     out.push_back(std::move(*e));
   }
   if (rc != SQLITE_DONE) return c.io_error("history of " + conversation_id);
+  if (repaired) report_repair(conv->thread_id, sqlite::repaired_texts(repaired));
   std::reverse(out.begin(), out.end());
   return out;
 }
@@ -178,7 +180,7 @@ stored<conversation> sqlite_store::set_conversation_metadata(const std::string& 
   const auto e = write([&](connection& c) -> std::optional<store_error> {
     statement s(c, "UPDATE conversations SET metadata = ?, updated_at = ? WHERE id = ?");
     if (!s) return c.io_error("set the metadata of " + conversation_id);
-    s.bind(1, json::serialize(metadata));
+    s.bind(1, json_text(metadata));
     s.bind(2, wall_clock_ms());
     s.bind(3, conversation_id);
     if (s.step() != SQLITE_DONE) return c.io_error("set the metadata of " + conversation_id);
@@ -202,7 +204,7 @@ stored<conversation> sqlite_store::claim_conversation_metadata(const std::string
     out->updated_at = wall_clock_ms();
     statement s(c, "UPDATE conversations SET metadata = ?, updated_at = ? WHERE id = ?");
     if (!s) return c.io_error("claim " + key + " of " + conversation_id);
-    s.bind(1, json::serialize(out->metadata));
+    s.bind(1, json_text(out->metadata));
     s.bind(2, out->updated_at);
     s.bind(3, conversation_id);
     if (s.step() != SQLITE_DONE) return c.io_error("claim " + key + " of " + conversation_id);

@@ -47,9 +47,9 @@ stored<thread> sqlite_store::load(const std::string& thread_id) {
   if (rc == SQLITE_DONE) return store_error{"not_found", "no thread " + thread_id};
   if (rc != SQLITE_ROW) return c.io_error("load " + thread_id);
 
-  boost::system::error_code ec;
-  json::value metadata = json::parse(head.text(3), ec);
-  if (ec || !metadata.is_object())
+  std::size_t repaired = 0;
+  json::value metadata = sqlite::parse_stored(head.text(3), repaired);
+  if (!metadata.is_object())
     return store_error{"corrupt", "thread " + thread_id + ": its metadata is not a JSON object"};
 
   statement rows(c, std::string("SELECT ") + sqlite::entry_columns + " FROM entries WHERE thread_id = ? ORDER BY seq");
@@ -58,11 +58,12 @@ stored<thread> sqlite_store::load(const std::string& thread_id) {
   std::vector<entry> entries;
   int step;
   while ((step = rows.step()) == SQLITE_ROW) {
-    auto e = sqlite::read_entry(rows, thread_id);
+    auto e = sqlite::read_entry(rows, thread_id, repaired);
     if (!e) return e.error();
     entries.push_back(std::move(*e));
   }
   if (step != SQLITE_DONE) return c.io_error("load " + thread_id);
+  if (repaired) report_repair(thread_id, sqlite::repaired_texts(repaired));
   auto t = thread::restore(thread_id, static_cast<std::uint64_t>(head.int64(0)), head.int64(1), head.int64(2),
                            std::move(metadata.as_object()), std::move(entries));
   if (!t) return store_error{"corrupt", "thread " + thread_id + ": " + t.error().describe()};

@@ -108,3 +108,45 @@ TEST_CASE("the SQLite store migrates a version-1 file and keeps its threads") {
   sqlite3_close(db);
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + suffix);
 }
+
+TEST_CASE("a stored thread holding bytes that are not UTF-8 loads mended, and the store says so once") {
+  sqlite_backend backend;
+  sequential_ids ids;
+  thread t("t1", 1);
+  commit(*backend.store, t, {said("user", "cafe au lait"), note(1, "plain")}, 1, ids);
+  // Written by something else (troupe writes no such bytes): a Latin-1 é in
+  // the message, a lone continuation byte in the note's refs.
+  sqlite3* other = nullptr;
+  REQUIRE(sqlite3_open(backend.path.c_str(), &other) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(other,
+                       "UPDATE entries SET payload = replace(payload, 'cafe', 'caf' || CAST(X'E9' AS TEXT)) "
+                       "WHERE seq = 0;"
+                       "UPDATE entries SET refs = replace(refs, 'r1', 'r' || CAST(X'80' AS TEXT)) WHERE seq = 1",
+                       nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(other);
+  std::vector<std::string> said_of_threads;
+  backend.store->set_repair_report([&](const std::string& thread_id, const std::string& what) {
+    said_of_threads.push_back(thread_id + ": " + what);
+  });
+
+  auto loaded = backend.store->load("t1");
+  REQUIRE(loaded.has_value());
+  CHECK(loaded->size() == 2);
+  CHECK(loaded->at_seq(0)->payload.at("content") == "caf\xEF\xBF\xBD au lait");
+  CHECK(loaded->at_seq(1)->refs.at("request_id") == "r\xEF\xBF\xBD");
+  REQUIRE(said_of_threads.size() == 1);
+  CHECK_THAT(said_of_threads[0], Catch::StartsWith("t1: 2 stored records hold bytes that are not UTF-8"));
+
+  SECTION("said once, however often the thread loads") {
+    REQUIRE(backend.store->load("t1").has_value());
+    CHECK(said_of_threads.size() == 1);
+  }
+  SECTION("the thread goes on: what is appended to it commits and loads") {
+    thread more(*loaded);
+    commit(*backend.store, more, {note(2, "after")}, 2, ids);
+    auto again = backend.store->load("t1");
+    REQUIRE(again.has_value());
+    CHECK(again->size() == 3);
+    CHECK(again->at_seq(2)->payload.at("text") == "after");
+  }
+}

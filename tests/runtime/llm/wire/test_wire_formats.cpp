@@ -5,6 +5,7 @@
 #include "runtime/llm/llm_errors.hpp"
 #include "runtime/llm/wire/anthropic_format.hpp"
 #include "runtime/llm/wire/openai_format.hpp"
+#include "signals/utf8.hpp"
 
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
@@ -335,6 +336,23 @@ TEST_CASE("HTTP errors are typed from the status and the body") {
   CHECK(e.message == "Incorrect API key provided");
   CHECK(e.http_status == 401);
   CHECK_THAT(classify_http_error(502, "<html>Bad Gateway</html>", "", now).message, Catch::Contains("Bad Gateway"));
+
+  SECTION("a body that is not UTF-8 is quoted as UTF-8, cut between characters") {
+    // A proxy's Latin-1 page, and a body cut inside a character by the quote's limit.
+    const std::string latin1 = classify_http_error(503,
+                                                   "<p>Service indisponible, r\xE9"
+                                                   "essayez</p>",
+                                                   "", now)
+                                   .message;
+    CHECK(is_valid_utf8(latin1));
+    CHECK_THAT(latin1, Catch::Contains("r\xEF\xBF\xBD"
+                                       "essayez"));
+    std::string long_body(199, 'x');
+    long_body += "\xE2\x9C\x93 and more";
+    const std::string cut = classify_http_error(502, long_body, "", now).message;
+    CHECK(is_valid_utf8(cut));
+    CHECK_THAT(cut, Catch::EndsWith(std::string(199, 'x') + "\xE2\x80\xA6"));
+  }
 
   SECTION("retry-after in seconds or as an HTTP date") {
     CHECK(classify_http_error(429, "", "20", now).retry_after_seconds == 20.0);
