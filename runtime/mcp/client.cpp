@@ -191,18 +191,29 @@ void client::initialize(int generation) {
         const std::string version = v && v->is_string() ? std::string(v->as_string()) : "";
         if (!is_legacy_version(version))
           return self->fail_connection(
-              generation, error_info::of(mcp_error::unsupported_version,
-                                         "the MCP server " + name + " chose protocol version \"" + version +
-                                             "\"; troupe speaks 2026-07-28, 2025-11-25 and 2025-06-18"));
+              generation,
+              error_info::of(mcp_error::unsupported_version, "the MCP server " + name + " chose protocol version \"" +
+                                                                 version + "\"; troupe speaks " + spoken_versions()));
         std::shared_ptr<transport> t;
         {
           std::lock_guard lock(self->mutex_);
           if (generation != self->generation_) return;
           t = self->transport_;
         }
-        t->send(outgoing_message{
-            encode_notification("notifications/initialized", {}), "notifications/initialized", "", version, {}});
-        self->become_ready(generation, era::legacy, version);
+        // The session is open once the server has the notification: over
+        // HTTP each message is a request of its own, and a tools/list sent
+        // beside it may reach a strict server first.
+        outgoing_message initialized{
+            encode_notification("notifications/initialized", {}), "notifications/initialized", "", version, {}};
+        initialized.on_sent = [weak, generation, version](std::optional<error_info> failed) {
+          auto self = weak.lock();
+          if (!self) return;
+          if (!failed) return self->become_ready(generation, era::legacy, version);
+          failed->message =
+              "the MCP server " + self->options_.name + " did not take notifications/initialized: " + failed->message;
+          self->fail_connection(generation, std::move(*failed));
+        };
+        t->send(std::move(initialized));
       });
 }
 
@@ -309,6 +320,10 @@ void client::handle_sent(std::int64_t id, std::optional<error_info> error) {
 }
 
 void client::handle_message(int generation, std::string_view text) {
+  if (auto batch = split_rpc_batch(text)) {
+    for (const std::string& one : *batch) handle_message(generation, one);
+    return;
+  }
   rpc_message message = parse_rpc_message(text);
   actions a;
   std::shared_ptr<transport> t;

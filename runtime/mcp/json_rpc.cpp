@@ -1,5 +1,6 @@
 #include "runtime/mcp/json_rpc.hpp"
 
+#include "runtime/text.hpp"
 #include "signals/json_text.hpp"
 
 #include <boost/json/parse.hpp>
@@ -22,16 +23,25 @@ json::value id_value(const rpc_id& id) {
   return std::visit([](const auto& x) { return json::value(x); }, id);
 }
 
-std::string excerpt(std::string_view text) {
-  constexpr std::size_t limit = 120;
-  return text.size() <= limit ? std::string(text) : std::string(text.substr(0, limit)) + "…";
-}
+std::string excerpt(std::string_view text) { return shortened(text, 120); }
 
 rpc_message malformed(std::string why, std::optional<rpc_id> id = std::nullopt) {
   return malformed_message{std::move(why), std::move(id)};
 }
 
 }  // namespace
+
+std::optional<std::vector<std::string>> split_rpc_batch(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || text[first] != '[') return std::nullopt;
+  boost::system::error_code ec;
+  const json::value doc = json::parse(text, ec);
+  if (ec || !doc.is_array()) return std::nullopt;
+  std::vector<std::string> out;
+  out.reserve(doc.as_array().size());
+  for (const json::value& m : doc.as_array()) out.push_back(json_text(m));
+  return out;
+}
 
 rpc_message parse_rpc_message(std::string_view text) {
   boost::system::error_code ec;

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 namespace troupe::mcp {
 
@@ -60,6 +61,11 @@ struct malformed_message {
 using rpc_message = std::variant<rpc_response, rpc_request, rpc_notification, malformed_message>;
 
 rpc_message parse_rpc_message(std::string_view text);
+
+// The messages of a JSON-RPC batch (a JSON array, as 2025-03-26 allowed), each
+// as its own text; nullopt for anything that is not an array (one message, or
+// something malformed that parse_rpc_message will name).
+std::optional<std::vector<std::string>> split_rpc_batch(std::string_view text);
 
 std::string encode_request(std::int64_t id, std::string_view method, boost::json::object params);
 std::string encode_notification(std::string_view method, boost::json::object params);

@@ -16,6 +16,13 @@ bool is_legacy_version(std::string_view v) {
   return false;
 }
 
+std::string spoken_versions() {
+  std::string out(modern_version);
+  for (std::size_t i = 0; i < legacy_versions.size(); ++i)
+    out.append(i + 1 == legacy_versions.size() ? " and " : ", ").append(legacy_versions[i]);
+  return out;
+}
+
 json::object with_modern_meta(json::object params) {
   json::object meta;
   if (auto* existing = params.if_contains("_meta"); existing && existing->is_object()) meta = existing->as_object();

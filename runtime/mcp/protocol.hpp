@@ -4,9 +4,10 @@
 // Modern (2026-07-28): no handshake; every request carries its protocol
 // version and client capabilities in `params._meta`; `server/discover` tells
 // what a server supports; results carry a `resultType`.
-// Legacy (2025-11-25, 2025-06-18): an `initialize` request and a
+// Legacy (2025-11-25, 2025-06-18, 2025-03-26): an `initialize` request and a
 // `notifications/initialized` notification open a session (over HTTP, one
-// named by `Mcp-Session-Id`).
+// named by `Mcp-Session-Id`). 2025-03-26 also let either side send several
+// messages as one JSON array (a batch): troupe sends none, and reads one.
 // The versioning page of 2026-07-28 says how a client that speaks both finds
 // out which one a server speaks: try modern first, and fall back on any
 // error that is not a recognised modern one.
@@ -27,7 +28,10 @@ namespace troupe::mcp {
 
 inline constexpr std::string_view modern_version = "2026-07-28";
 // Newest first: the one asked for in `initialize`, then what else is accepted.
-inline constexpr std::array<std::string_view, 2> legacy_versions{"2025-11-25", "2025-06-18"};
+inline constexpr std::array<std::string_view, 3> legacy_versions{"2025-11-25", "2025-06-18", "2025-03-26"};
+
+// "2026-07-28, 2025-11-25, 2025-06-18 and 2025-03-26", for errors.
+std::string spoken_versions();
 
 enum class era { modern, legacy };
 

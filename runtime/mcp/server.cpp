@@ -129,13 +129,21 @@ tool server::make_tool(const listed_tool& listed) {
   // without one.
   const auto backstop = config_.call_timeout + std::chrono::seconds(5);
   t.start = [weak_client, server_name, mcp_name = listed.mcp_name, params = listed.param_headers, backstop](
-                const json::object& arguments, const tool_context&, tool_finish finish) -> std::function<void()> {
+                const json::object& arguments, const tool_context& ctx, tool_finish finish) -> std::function<void()> {
     auto c = weak_client.lock();
     if (!c) throw tool_failure(error_type::shutdown, "the MCP server " + server_name + " was closed");
+    json::object call{{"name", mcp_name}, {"arguments", arguments}};
+    auto headers = param_header_values(params, arguments);
+    // The call's span goes on in the server: W3C trace context in _meta
+    // (either transport) and as the traceparent header over HTTP.
+    if (!ctx.traceparent.empty()) {
+      call["_meta"] = json::object{{"traceparent", ctx.traceparent}};
+      headers.emplace_back("traceparent", ctx.traceparent);
+    }
     const std::int64_t id = c->request(
-        "tools/call", json::object{{"name", mcp_name}, {"arguments", arguments}}, backstop,
+        "tools/call", std::move(call), backstop,
         [finish, server_name](rpc_reply reply) { finish(outcome_of_call(std::move(reply), server_name)); }, mcp_name,
-        param_header_values(params, arguments));
+        std::move(headers));
     if (id == 0) return {};
     return [weak_client, id] {
       if (auto c = weak_client.lock()) c->cancel(id, "the tool call was cancelled or timed out");

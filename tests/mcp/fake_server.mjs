@@ -7,7 +7,11 @@
 // (2026-07-28 only: no initialize, _meta required), downgrade (modern errors
 // that list only 2025-06-18, which initialize then picks), silent (never
 // answers), garbage (answers every request with a line that is not JSON),
-// bad-version (initialize picks 1999-01-01).
+// bad-version (initialize picks 1999-01-01), legacy-2025-03-26 (initialize
+// picks 2025-03-26, and a call to "batch" is answered inside a JSON-RPC batch
+// with a notification).
+// --strict-init (HTTP, legacy): a session takes requests only once its
+// notifications/initialized arrived, which the fake takes 300 ms to accept.
 // With --http it serves POST /mcp on 127.0.0.1 at a free port and prints
 // "listening PORT" on stdout; else it talks JSON-RPC over stdin/stdout.
 import * as readline from "node:readline";
@@ -20,6 +24,9 @@ const badSchema = args.includes("--bad-schema");
 const overHttp = args.includes("--http");
 const sse = args.includes("--sse");
 const paramHeaders = args.includes("--param-headers");
+const strictInit = args.includes("--strict-init");
+const initialized = new Set(); // legacy HTTP sessions whose notifications/initialized arrived
+let traceHeader = null; // the traceparent header of the latest HTTP request
 const MODERN = "2026-07-28";
 
 let cancels = [];
@@ -45,8 +52,10 @@ function tools() {
     { name: "end-session", description: "Forgets every HTTP session", inputSchema: object({}) },
     { name: "discovers", description: "How many server/discover requests it got", inputSchema: object({}) },
     { name: "deletes", description: "How many sessions were ended with DELETE", inputSchema: object({}) },
+    { name: "trace", description: "The trace context the call came with", inputSchema: object({}) },
   ];
   if (extra) list.push({ name: "extra", description: "Added later", inputSchema: object({}) });
+  if (mode === "legacy-2025-03-26") list.push({ name: "batch", description: "Answers inside a JSON-RPC batch", inputSchema: object({}) });
   if (paramHeaders) {
     list.push({ name: "weather", description: "Routes on its region", inputSchema: object({ region: { type: "string", "x-mcp-header": "Region" }, days: { type: "integer" } }, ["region"]) });
     list.push({ name: "bad-header", description: "x-mcp-header on a number", inputSchema: object({ n: { type: "number", "x-mcp-header": "N" } }) });
@@ -95,6 +104,8 @@ function callTool(params, id, send, notify) {
       return result(text(String(deletes)));
     case "pid":
       return result(text(String(process.pid)));
+    case "trace":
+      return result(text(JSON.stringify({ meta: params._meta?.traceparent ?? null, header: traceHeader })));
     case "bad-result":
       return { resultType: "frobnicate", content: [] };
     case "image":
@@ -126,7 +137,11 @@ function handle(msg, send, sendError, notify) {
   }
   if (msg.method === "initialize") {
     if (mode === "modern") return sendError(-32601, "Method not found: this server speaks 2026-07-28 only");
-    const chosen = mode === "bad-version" ? "1999-01-01" : mode === "downgrade" ? "2025-06-18" : msg.params.protocolVersion;
+    const chosen =
+      mode === "bad-version" ? "1999-01-01"
+      : mode === "downgrade" ? "2025-06-18"
+      : mode === "legacy-2025-03-26" ? "2025-03-26"
+      : msg.params.protocolVersion;
     return send({ protocolVersion: chosen, capabilities: { tools: { listChanged: true } }, serverInfo: { name: "fake", version: "1" } });
   }
   if (mode === "modern" && version !== MODERN)
@@ -137,6 +152,14 @@ function handle(msg, send, sendError, notify) {
     const page = all.slice(start, start + pageSize);
     const next = start + pageSize < all.length ? { nextCursor: String(start + pageSize) } : {};
     return send(result({ tools: page, ...next }));
+  }
+  if (msg.method === "tools/call" && msg.params?.name === "batch" && mode === "legacy-2025-03-26") {
+    // 2025-03-26's JSON-RPC batch: a notification and the answer as one array.
+    const batch = [
+      { jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "batched" } },
+      { jsonrpc: "2.0", id: msg.id, result: { content: [{ type: "text", text: "answered in a batch" }] } },
+    ];
+    return send(null, JSON.stringify(batch));
   }
   if (msg.method === "tools/call") {
     const r = callTool(msg.params, msg.id, send, notify);
@@ -183,9 +206,22 @@ if (!overHttp) {
         res.writeHead(400).end();
         return;
       }
+      traceHeader = req.headers["traceparent"] ?? null;
       if (msg.id === undefined) {
         handle(msg, () => {}, () => {}, () => {});
+        if (strictInit && msg.method === "notifications/initialized") {
+          setTimeout(() => {
+            initialized.add(req.headers["mcp-session-id"]);
+            res.writeHead(202).end();
+          }, 300);
+          return;
+        }
         res.writeHead(202).end();
+        return;
+      }
+      if (strictInit && msg.method !== "initialize" && msg.method !== "server/discover" && !initialized.has(req.headers["mcp-session-id"])) {
+        res.writeHead(400, { "content-type": "application/json" });
+        res.end(JSON.stringify({ jsonrpc: "2.0", id: msg.id, error: { code: -32600, message: "the session is not initialized yet" } }));
         return;
       }
       // The modern binding: the header must match the body's _meta.
@@ -209,11 +245,12 @@ if (!overHttp) {
       }
       // Legacy sessions: initialize opens one; any other request must name a live one.
       let sessionHeader = {};
-      if (mode === "legacy" && msg.method === "initialize") {
+      const legacy = mode === "legacy" || mode === "legacy-2025-03-26";
+      if (legacy && msg.method === "initialize") {
         const id = `session-${Math.random().toString(16).slice(2)}`;
         sessions.add(id);
         sessionHeader = { "mcp-session-id": id };
-      } else if (mode === "legacy" && msg.method !== "server/discover" && !sessions.has(req.headers["mcp-session-id"])) {
+      } else if (legacy && msg.method !== "server/discover" && !sessions.has(req.headers["mcp-session-id"])) {
         res.writeHead(req.headers["mcp-session-id"] ? 404 : 400, { "content-type": "application/json" });
         res.end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32000, message: "no such session" } }));
         return;

@@ -156,7 +156,8 @@ struct started_call {
   }
 };
 
-inline started_call start_tool(tool_registry& tools, const std::string& name, boost::json::object arguments) {
+inline started_call start_tool(tool_registry& tools, const std::string& name, boost::json::object arguments,
+                               std::string traceparent = {}) {
   auto t = tools.find(name);
   INFO("tool " << name);
   REQUIRE(t);
@@ -165,14 +166,16 @@ inline started_call start_tool(tool_registry& tools, const std::string& name, bo
   started_call call;
   call.outcome = promise->get_future().share();
   tool_context ctx{"agent", "thread", "request", "call-1", 1, nullptr};
+  ctx.traceparent = std::move(traceparent);
   call.stop = t->start_once(arguments, ctx, [promise, once](tool_outcome o) {
     std::call_once(*once, [&] { promise->set_value(std::move(o)); });
   });
   return call;
 }
 
-inline tool_outcome call_tool(tool_registry& tools, const std::string& name, boost::json::object arguments = {}) {
-  return start_tool(tools, name, std::move(arguments)).wait();
+inline tool_outcome call_tool(tool_registry& tools, const std::string& name, boost::json::object arguments = {},
+                              std::string traceparent = {}) {
+  return start_tool(tools, name, std::move(arguments), std::move(traceparent)).wait();
 }
 
 // The text a successful outcome holds, or "error TYPE: MESSAGE".

@@ -273,3 +273,65 @@ TEST_CASE("a legacy Streamable HTTP server's session") {
     CHECK(deletes == "1");
   }
 }
+
+TEST_CASE("a server of revision 2025-03-26, over stdio and HTTP, batches included") {
+  const bool over_http = GENERATE(false, true);
+  std::unique_ptr<background_server> http;
+  mcp_server_config c = fake({"legacy-2025-03-26"});
+  if (over_http) {
+    http = std::make_unique<background_server>(fake_server({"legacy-2025-03-26", "--http"}), "listening ");
+    c.command.clear();
+    c.url = endpoint_of(*http);
+  }
+  tool_registry tools;
+  started_server server(c, tools);
+  INFO("http " << over_http << ": " << (server.status.error ? server.status.error->message : ""));
+  REQUIRE(server.status.ok());
+  CHECK(server->connection().protocol_version == "2025-03-26");
+  CHECK(outcome_text(call_tool(tools, "fake__echo", {{"text", "march"}})) == "echo: march");
+  // The answer comes as one element of a JSON-RPC batch, beside a notification.
+  CHECK(outcome_text(call_tool(tools, "fake__batch")) == "answered in a batch");
+}
+
+TEST_CASE("over HTTP, notifications/initialized is taken before any other request is sent") {
+  // The fake refuses a session's requests until it has accepted the
+  // notification, which it takes 300 ms to do.
+  background_server http(fake_server({"legacy", "--http", "--strict-init"}), "listening ");
+  tool_registry tools;
+  mcp_server_config c;
+  c.name = "web";
+  c.url = endpoint_of(http);
+  started_server server(c, tools);
+  INFO((server.status.error ? server.status.error->message : ""));
+  REQUIRE(server.status.ok());
+  CHECK(outcome_text(call_tool(tools, "web__echo", {{"text", "after initialized"}})) == "echo: after initialized");
+}
+
+TEST_CASE("a traced tool call carries its trace context to the MCP server") {
+  const std::string traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+  SECTION("over stdio, in params._meta") {
+    tool_registry tools;
+    started_server server(fake({"legacy"}), tools);
+    REQUIRE(server.status.ok());
+    const json::value seen = json::parse(outcome_text(call_tool(tools, "fake__trace", {}, traceparent)));
+    CHECK(seen.at("meta") == json::value(traceparent));
+  }
+  SECTION("over HTTP, in params._meta and as the traceparent header") {
+    background_server http(fake_server({"legacy", "--http"}), "listening ");
+    tool_registry tools;
+    mcp_server_config c;
+    c.name = "web";
+    c.url = endpoint_of(http);
+    started_server server(c, tools);
+    REQUIRE(server.status.ok());
+    const json::value seen = json::parse(outcome_text(call_tool(tools, "web__trace", {}, traceparent)));
+    CHECK(seen.at("meta") == json::value(traceparent));
+    CHECK(seen.at("header") == json::value(traceparent));
+  }
+  SECTION("an untraced call carries none") {
+    tool_registry tools;
+    started_server server(fake({"legacy"}), tools);
+    REQUIRE(server.status.ok());
+    CHECK(json::parse(outcome_text(call_tool(tools, "fake__trace"))).at("meta").is_null());
+  }
+}

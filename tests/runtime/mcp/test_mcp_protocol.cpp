@@ -64,6 +64,7 @@ TEST_CASE("the revisions' rules") {
   SECTION("legacy initialize asks for the newest legacy revision") {
     CHECK(initialize_params().at("protocolVersion") == "2025-11-25");
     CHECK(is_legacy_version("2025-06-18"));
+    CHECK(is_legacy_version("2025-03-26"));
     CHECK_FALSE(is_legacy_version("2024-11-05"));
   }
   SECTION("an absent or complete resultType is fine; input_required and unknown ones are errors") {
