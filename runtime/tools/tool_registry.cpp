@@ -1,5 +1,7 @@
 #include "runtime/tools/tool_registry.hpp"
 
+#include "runtime/tools/schema_hazard.hpp"
+
 #include <valijson/adapters/boost_json_adapter.hpp>
 #include <valijson/schema.hpp>
 #include <valijson/schema_parser.hpp>
@@ -22,13 +24,18 @@ struct registered_tool::compiled_schema {
 };
 
 registered_tool::registered_tool(tool t) : tool_(std::move(t)), schema_(std::make_unique<compiled_schema>()) {
+  const auto unusable = [&](const std::string& why) {
+    return std::invalid_argument("tool \"" + tool_.spec.name + "\": its parameters are not a usable JSON Schema: " + why);
+  };
+  // Checked before anything copies the schema: valijson, and Boost.JSON's
+  // copy, would overflow the stack on some of what it refuses.
+  if (auto why = schema_hazard(tool_.spec.parameters)) throw unusable(*why);
   try {
     const boost::json::value schema_doc(tool_.spec.parameters);
     valijson::adapters::BoostJsonAdapter adapter(schema_doc);
     valijson::SchemaParser().populateSchema(adapter, schema_->schema);
   } catch (const std::exception& e) {
-    throw std::invalid_argument("tool \"" + tool_.spec.name +
-                                "\": its parameters are not a usable JSON Schema: " + e.what());
+    throw unusable(e.what());
   }
 }
 

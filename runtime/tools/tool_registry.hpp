@@ -22,8 +22,9 @@ class tool_registry {
   tool_registry();
   ~tool_registry();
 
-  // Adds or replaces a tool. A schema valijson cannot read is refused with
-  // std::invalid_argument naming the tool.
+  // Adds or replaces a tool. A schema valijson cannot read, or could not
+  // compile or apply without recursing forever or too deep (schema_hazard),
+  // is refused with std::invalid_argument naming the tool.
   void add(tool t);
   bool remove(std::string_view name);
   std::shared_ptr<const registered_tool> find(std::string_view name) const;

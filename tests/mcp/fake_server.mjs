@@ -12,6 +12,7 @@
 // with a notification).
 // --strict-init (HTTP, legacy): a session takes requests only once its
 // notifications/initialized arrived, which the fake takes 300 ms to accept.
+// --bad-schema adds tools whose schemas troupe refuses, and a recursive one it takes.
 // With --http it serves POST /mcp on 127.0.0.1 at a free port and prints
 // "listening PORT" on stdout; else it talks JSON-RPC over stdin/stdout.
 import * as readline from "node:readline";
@@ -63,6 +64,10 @@ function tools() {
   if (badSchema) {
     list.push({ name: "number-type", description: "A schema valijson refuses", inputSchema: { type: 12 } });
     list.push({ name: "string-schema", description: "A schema that is not an object", inputSchema: "object" });
+    list.push({ name: "self-ref", description: "A schema that is a reference to itself", inputSchema: { $ref: "#" } });
+    list.push({ name: "ref-cycle", description: "Two definitions that refer to each other", inputSchema: { type: "object", properties: { x: { $ref: "#/$defs/a" } }, $defs: { a: { $ref: "#/$defs/b" }, b: { $ref: "#/$defs/a" } } } });
+    const node = { type: "object", properties: { name: { type: "string" }, children: { type: "array", items: { $ref: "#/$defs/node" } } }, required: ["name"] };
+    list.push({ name: "tree", description: "Counts the nodes of a tree", inputSchema: { ...object({ root: { $ref: "#/$defs/node" } }, ["root"]), $defs: { node } } });
   }
   return list;
 }
@@ -93,6 +98,10 @@ function callTool(params, id, send, notify) {
       extra = true;
       notify({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
       return result(text("changed"));
+    case "tree": {
+      const count = (n) => 1 + (n.children ?? []).reduce((sum, c) => sum + count(c), 0);
+      return result(text(`${count(params.arguments.root)} nodes`));
+    }
     case "weather":
       return result(text(`sunny in ${params.arguments?.region}`));
     case "end-session":

@@ -173,12 +173,25 @@ TEST_CASE("servers that misbehave give typed errors, and nothing hangs") {
     started_server server(fake({"legacy", "--bad-schema"}), tools);
     const auto& status = server.status;
     REQUIRE(status.ok());
-    REQUIRE(status.rejected.size() == 2);
+    REQUIRE(status.rejected.size() == 4);
     for (const auto& e : status.rejected) CHECK(e.type == "mcp_invalid_tool");
     CHECK(status.rejected[0].message.find("number-type") != std::string::npos);
     CHECK(status.rejected[1].message.find("string-schema") != std::string::npos);
     CHECK_FALSE(tools.find("fake__number-type"));
     CHECK(outcome_text(call_tool(tools, "fake__echo", {{"text", "still"}})) == "echo: still");
+  }
+  SECTION("tools whose schemas are reference cycles are left out, saying so; a recursive tree schema works") {
+    started_server server(fake({"legacy", "--bad-schema"}), tools);
+    const auto& status = server.status;
+    REQUIRE(status.ok());
+    REQUIRE(status.rejected.size() == 4);
+    CHECK_THAT(status.rejected[2].message, Catch::Contains("self-ref") && Catch::Contains("cycle of \"$ref\""));
+    CHECK_THAT(status.rejected[3].message, Catch::Contains("ref-cycle") && Catch::Contains("cycle of \"$ref\""));
+    CHECK_FALSE(tools.find("fake__self-ref"));
+    const json::object tree = json::parse(R"({"root": {"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]}]}})").as_object();
+    CHECK(outcome_text(call_tool(tools, "fake__tree", tree)) == "3 nodes");
+    CHECK(std::get<error_info>(call_tool(tools, "fake__tree", {{"root", {{"children", json::array{}}}}})).type ==
+          "invalid_arguments");
   }
   SECTION("one that exits mid-call: the call fails with mcp_server_exited, and the next call starts it again") {
     started_server server(fake({"legacy"}), tools);
