@@ -25,6 +25,8 @@ struct started : started_server {
   started(mcp_server_config c, tool_registry& tools) : started_server(std::move(c), tools) {
     INFO((status.error ? status.error->type + ": " + status.error->message : ""));
     REQUIRE(status.ok());
+    // Real servers' schemas are all usable, recursive ones included.
+    for (const auto& rejected : status.rejected) FAIL_CHECK(rejected.message);
   }
 };
 
