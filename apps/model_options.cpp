@@ -4,6 +4,7 @@
 #include "runtime/llm/scripted_provider.hpp"
 #include "runtime/random_ids.hpp"
 #include "runtime/tools/builtin_tools.hpp"
+#include "signals/json_parse.hpp"
 
 #include <boost/json.hpp>
 
@@ -114,7 +115,7 @@ std::vector<scripted_reply> load_script(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   boost::system::error_code ec;
-  json::value doc = json::parse(s.str(), ec);
+  json::value doc = parse_json(s.str(), ec);
   if (ec || !doc.is_array()) throw usage_error("the script " + path + " is not a JSON array of replies");
   std::vector<scripted_reply> replies;
   for (std::size_t i = 0; i < doc.as_array().size(); ++i) {

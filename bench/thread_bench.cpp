@@ -6,19 +6,26 @@
 //   build/bench/thread_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //   build/bench/thread_bench --benchmark_filter="entry_memory|one_turn" --benchmark_repetitions=5
 //   --benchmark_report_aggregates_only=true
+//   build/bench/thread_bench --benchmark_filter=parse --benchmark_repetitions=10
+//   --benchmark_report_aggregates_only=true
 
 #include "strategy/projection.hpp"
 #include "strategy/react_machine.hpp"
 #include "strategy/react_thread.hpp"
 #include "strategy/thread_json.hpp"
+#include "signals/json_parse.hpp"
+#include "signals/json_text.hpp"
 
 #include <benchmark/benchmark.h>
 #include <malloc.h>
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <new>
+#include <random>
 #include <vector>
 
 // Every allocation through operator new is counted, with the bytes the
@@ -349,8 +356,45 @@ void entry_text(benchmark::State& state) {
 void BM_entry_text(benchmark::State& state) { entry_text<false>(state); }
 void BM_entry_text_refs_via_json_object_baseline(benchmark::State& state) { entry_text<true>(state); }
 
+// Reading JSON text (what the stores do at every load): parse_json, which
+// reads doubles with std::from_chars, next to boost::json::parse, which it
+// replaced, on a stored thread of 100 entries and on 1,000 doubles.
+template <bool boost_parse>
+void parse_text(benchmark::State& state, const std::string& text) {
+  for (auto _ : state) {
+    boost::system::error_code ec;
+    json::value v = boost_parse ? json::parse(text, ec) : parse_json(text, ec);
+    benchmark::DoNotOptimize(v);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * text.size()));
+}
+
+const std::string& thread_text() {
+  static const std::string text = json_text(to_json(static_cast<const thread_view&>(conversation(100))));
+  return text;
+}
+
+const std::string& doubles_text() {
+  static const std::string text = [] {
+    std::mt19937_64 random(7);
+    json::array a;
+    for (int i = 0; i < 1'000; ++i) a.emplace_back(std::ldexp(static_cast<double>(random() >> 11), -53) * 1'000);
+    return json_text(a);
+  }();
+  return text;
+}
+
+void BM_parse_thread(benchmark::State& state) { parse_text<false>(state, thread_text()); }
+void BM_parse_thread_boost_baseline(benchmark::State& state) { parse_text<true>(state, thread_text()); }
+void BM_parse_doubles(benchmark::State& state) { parse_text<false>(state, doubles_text()); }
+void BM_parse_doubles_boost_baseline(benchmark::State& state) { parse_text<true>(state, doubles_text()); }
+
 }  // namespace
 
+BENCHMARK(BM_parse_thread)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_parse_thread_boost_baseline)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_parse_doubles)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_parse_doubles_boost_baseline)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_entry_text)->Unit(benchmark::kNanosecond);
 BENCHMARK(BM_entry_text_refs_via_json_object_baseline)->Unit(benchmark::kNanosecond);
 BENCHMARK(BM_entry_memory)->Arg(100)->Arg(100'000)->Iterations(1)->Unit(benchmark::kMillisecond);

@@ -1,8 +1,7 @@
 #include "signals/envelope.hpp"
 
+#include "signals/json_parse.hpp"
 #include "signals/json_reader.hpp"
-
-#include <boost/json/parse.hpp>
 
 #include <charconv>
 #include <chrono>
@@ -121,7 +120,7 @@ decoded<envelope> decode_envelope(const json::value& v) {
 
 decoded<envelope> parse_envelope(std::string_view text) {
   boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
+  json::value v = parse_json(text, ec);
   if (ec) return decode_error{"", "malformed JSON: " + ec.message()};
   return decode_envelope(v);
 }

@@ -1,10 +1,9 @@
 #include "strategy/entry_payload.hpp"
 
+#include "signals/json_parse.hpp"
 #include "signals/json_text.hpp"
 #include "signals/overloaded.hpp"
 #include "strategy/json_object_writer.hpp"
-
-#include <boost/json/parse.hpp>
 
 #include <initializer_list>
 #include <limits>
@@ -28,7 +27,7 @@ std::optional<std::int64_t> integer_of(const json::value& v) {
 
 json::value parse_text(std::string_view text) {
   boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
+  json::value v = parse_json(text, ec);
   return ec ? json::value() : v;
 }
 

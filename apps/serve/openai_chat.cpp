@@ -1,12 +1,11 @@
 #include "apps/serve/openai_chat.hpp"
 
 #include "apps/serve/http.hpp"
+#include "signals/json_parse.hpp"
 
 #include "signals/error_info.hpp"
 #include "signals/json_reader.hpp"
 #include "signals/json_text.hpp"
-
-#include <boost/json/parse.hpp>
 
 #include <map>
 
@@ -120,7 +119,7 @@ std::optional<double> read_bounded(json_reader& r, std::string_view key, double 
 
 std::variant<chat_request, openai_error> parse_chat_request(std::string_view body) {
   boost::system::error_code ec;
-  const json::value doc = json::parse(body, ec);
+  const json::value doc = parse_json(body, ec);
   if (ec) return invalid_request("", "the body is not valid JSON: " + ec.message());
   json_reader r(doc, "");
   if (!r.source()) return invalid_request("", "the body must be a JSON object");
@@ -208,7 +207,7 @@ std::variant<chat_turn, openai_error> to_turn(const chat_request& req) {
         const chat_tool_call& c = m.tool_calls[j];
         const std::string arguments_path = element_path(path + ".tool_calls", j) + ".function.arguments";
         boost::system::error_code ec;
-        json::value args = json::parse(c.arguments.empty() ? std::string_view("{}") : c.arguments, ec);
+        json::value args = parse_json(c.arguments.empty() ? std::string_view("{}") : c.arguments, ec);
         if (ec || !args.is_object())
           return invalid_request("messages", arguments_path + ": expected the text of a JSON object");
         turn.history.push_back({std::string(entry_kind::tool_call),

@@ -9,10 +9,9 @@
 #include "apps/serve/openai_routes.hpp"
 #include "apps/serve/openai_chat.hpp"
 #include "apps/serve/route_context.hpp"
+#include "signals/json_parse.hpp"
 
 #include "runtime/clock.hpp"
-
-#include <boost/json/parse.hpp>
 
 namespace troupe::serve {
 
@@ -55,14 +54,14 @@ void stream_chunks(const std::shared_ptr<exchange>& ex, const std::shared_ptr<tu
     if (e.name == "conversation") {
       stream->send(data_line(role_chunk_json(h, include_usage)));
     } else if (e.name == "message.delta") {
-      const json::value data = json::parse(e.data);
+      const json::value data = parse_json(e.data);
       const json::string* text = data.as_object().if_contains("text") ? data.at("text").if_string() : nullptr;
       if (text && !text->empty()) stream->send(data_line(content_chunk_json(h, *text, include_usage)));
     } else if (e.name == "message.completed") {
       stream->send(data_line(finish_chunk_json(h, include_usage)));
       if (include_usage) {
         token_usage u;
-        const json::value data = json::parse(e.data);
+        const json::value data = parse_json(e.data);
         if (const json::value* usage = data.as_object().if_contains("usage"); usage && usage->is_object()) {
           u.input_tokens = usage->at("input_tokens").to_number<std::int64_t>();
           u.output_tokens = usage->at("output_tokens").to_number<std::int64_t>();
@@ -71,7 +70,7 @@ void stream_chunks(const std::shared_ptr<exchange>& ex, const std::shared_ptr<tu
       }
       stream->send(data_line("[DONE]"));
     } else if (e.name == "error") {
-      const json::value data = json::parse(e.data);
+      const json::value data = parse_json(e.data);
       const json::object& err = data.at("error").as_object();
       const openai_error oe = turn_error(err.at("type").as_string(), err.at("message").as_string());
       stream->send(data_line(to_json_text(oe)));

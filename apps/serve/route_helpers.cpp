@@ -1,8 +1,7 @@
 #include "apps/serve/route_context.hpp"
 
+#include "signals/json_parse.hpp"
 #include "strategy/entry.hpp"
-
-#include <boost/json/parse.hpp>
 
 #include <charconv>
 
@@ -79,7 +78,7 @@ bool bind_agent(route_context& ctx, const std::shared_ptr<exchange>& ex, const c
 
 std::optional<json::object> json_body(const std::shared_ptr<exchange>& ex) {
   boost::system::error_code ec;
-  json::value v = json::parse(ex->request().body(), ec);
+  json::value v = parse_json(ex->request().body(), ec);
   if (ec || !v.is_object()) {
     ex->respond(error_response(http::status::bad_request, "invalid_json",
                                ec ? "the body is not valid JSON: " + ec.message() : "the body must be a JSON object"));

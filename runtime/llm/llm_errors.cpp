@@ -2,8 +2,7 @@
 
 #include "runtime/llm/wire/json_fields.hpp"
 #include "runtime/text.hpp"
-
-#include <boost/json/parse.hpp>
+#include "signals/json_parse.hpp"
 
 #include <algorithm>
 #include <array>
@@ -62,7 +61,7 @@ error_info classify_http_error(int status, std::string_view body, std::string_vi
     e.type = "bad_request";
 
   boost::system::error_code ec;
-  const json::value parsed = json::parse(body, ec);
+  const json::value parsed = parse_json(body, ec);
   json_problem ignored;
   const std::optional<json_fields> detail = ec ? std::nullopt : error_object(parsed, ignored);
   if (detail) {

@@ -1,9 +1,8 @@
 #include "runtime/mcp/json_rpc.hpp"
 
 #include "runtime/text.hpp"
+#include "signals/json_parse.hpp"
 #include "signals/json_text.hpp"
-
-#include <boost/json/parse.hpp>
 
 namespace troupe::mcp {
 
@@ -35,7 +34,7 @@ std::optional<std::vector<std::string>> split_rpc_batch(std::string_view text) {
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos || text[first] != '[') return std::nullopt;
   boost::system::error_code ec;
-  const json::value doc = json::parse(text, ec);
+  const json::value doc = parse_json(text, ec);
   if (ec || !doc.is_array()) return std::nullopt;
   std::vector<std::string> out;
   out.reserve(doc.as_array().size());
@@ -45,7 +44,7 @@ std::optional<std::vector<std::string>> split_rpc_batch(std::string_view text) {
 
 rpc_message parse_rpc_message(std::string_view text) {
   boost::system::error_code ec;
-  json::value doc = json::parse(text, ec);
+  json::value doc = parse_json(text, ec);
   if (ec) return malformed("not JSON: " + excerpt(text));
   if (!doc.is_object()) return malformed("not a JSON-RPC object: " + excerpt(text));
   const json::object& o = doc.as_object();

@@ -3,9 +3,8 @@
 #include "runtime/llm/llm_errors.hpp"
 #include "runtime/llm/wire/json_fields.hpp"
 #include "runtime/text.hpp"
+#include "signals/json_parse.hpp"
 #include "signals/json_text.hpp"
-
-#include <boost/json/parse.hpp>
 
 namespace troupe {
 
@@ -78,7 +77,7 @@ json::object anthropic_request_body(const llm_stream& request, bool stream) {
 void anthropic_stream_decoder::on_event(const sse_event& e) {
   if (done()) return;
   boost::system::error_code ec;
-  const json::value v = json::parse(e.data, ec);
+  const json::value v = parse_json(e.data, ec);
   if (ec || !v.is_object()) {
     malformed("an event's data is not a JSON object: " + shortened(e.data, 200));
     return;
@@ -145,7 +144,7 @@ void anthropic_stream_decoder::read_event(const json_fields& o, std::string_view
 
 llm_result decode_anthropic_response(const std::string& call_id, std::string_view body) {
   boost::system::error_code ec;
-  const json::value v = json::parse(body, ec);
+  const json::value v = parse_json(body, ec);
   if (ec || !v.is_object())
     return {call_id, error_info::of(error_type::malformed_response, "the response is not a JSON object", 1)};
   json_problem problem;

@@ -3,9 +3,8 @@
 #include "runtime/llm/llm_errors.hpp"
 #include "runtime/llm/wire/json_fields.hpp"
 #include "runtime/text.hpp"
+#include "signals/json_parse.hpp"
 #include "signals/json_text.hpp"
-
-#include <boost/json/parse.hpp>
 
 namespace troupe {
 
@@ -76,7 +75,7 @@ void openai_stream_decoder::on_event(const sse_event& e) {
     return;
   }
   boost::system::error_code ec;
-  const json::value chunk = json::parse(e.data, ec);
+  const json::value chunk = parse_json(e.data, ec);
   if (ec || !chunk.is_object()) {
     malformed("a stream chunk is not a JSON object: " + shortened(e.data, 200));
     return;
@@ -130,7 +129,7 @@ void openai_stream_decoder::read_chunk(const json_fields& chunk) {
 llm_result decode_openai_response(const std::string& call_id, std::string_view body) {
   openai_stream_decoder d(call_id, nullptr);
   boost::system::error_code ec;
-  json::value v = json::parse(body, ec);
+  json::value v = parse_json(body, ec);
   if (ec || !v.is_object())
     return {call_id, error_info::of(error_type::malformed_response, "the response is not a JSON object", 1)};
   json::object& o = v.as_object();

@@ -1,8 +1,7 @@
 #include "runtime/llm/wire/stream_decoder.hpp"
 
 #include "runtime/text.hpp"
-
-#include <boost/json/parse.hpp>
+#include "signals/json_parse.hpp"
 
 namespace troupe {
 
@@ -10,7 +9,7 @@ tool_call assemble_tool_call(std::string id, std::string name, const std::string
   tool_call c{std::move(id), std::move(name), {}, std::nullopt};
   if (arguments.find_first_not_of(" \t\r\n") == std::string::npos) return c;
   boost::system::error_code ec;
-  boost::json::value v = boost::json::parse(arguments, ec);
+  boost::json::value v = parse_json(arguments, ec);
   if (ec)
     c.invalid_arguments = arguments + " (" + ec.message() + ")";
   else if (auto* o = v.if_object())

@@ -1,6 +1,6 @@
 #include "runtime/store/postgres/rows.hpp"
 
-#include <boost/json/parse.hpp>
+#include "signals/json_parse.hpp"
 
 namespace troupe::postgres {
 
@@ -8,7 +8,7 @@ namespace json = boost::json;
 
 stored<json::object> parse_object(const std::string& text, const std::string& what) {
   boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
+  json::value v = parse_json(text, ec);
   if (ec || !v.is_object()) return store_error{"corrupt", what + " is not a JSON object"};
   return std::move(v.as_object());
 }

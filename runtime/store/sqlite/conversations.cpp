@@ -6,9 +6,8 @@
 #include "runtime/store/sqlite/connection.hpp"
 #include "runtime/store/sqlite/reader_pool.hpp"
 #include "runtime/store/sqlite/rows.hpp"
+#include "signals/json_parse.hpp"
 #include "signals/json_text.hpp"
-
-#include <boost/json/parse.hpp>
 
 #include <algorithm>
 
@@ -33,7 +32,7 @@ stored<conversation> read_conversation(const statement& s) {
   c.thread_id = s.text(4);
   c.title = s.text(5);
   boost::system::error_code ec;
-  json::value metadata = json::parse(s.text(6), ec);
+  json::value metadata = parse_json(s.text(6), ec);
   if (ec || !metadata.is_object())
     return store_error{"corrupt", "conversation " + c.id + ": metadata is not an object"};
   c.metadata = std::move(metadata.as_object());

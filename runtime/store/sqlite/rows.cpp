@@ -1,8 +1,7 @@
 #include "runtime/store/sqlite/rows.hpp"
 
+#include "signals/json_parse.hpp"
 #include "signals/utf8.hpp"
-
-#include <boost/json/parse.hpp>
 
 namespace troupe::sqlite {
 
@@ -10,10 +9,10 @@ namespace json = boost::json;
 
 json::value parse_stored(std::string_view text, std::size_t& repaired) {
   boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
+  json::value v = parse_json(text, ec);
   if (!ec) return v;
   if (is_valid_utf8(text)) return nullptr;
-  v = json::parse(valid_utf8(text), ec);
+  v = parse_json(valid_utf8(text), ec);
   if (ec) return nullptr;
   ++repaired;
   return v;

@@ -6,9 +6,8 @@
 #include "runtime/store/sqlite/connection.hpp"
 #include "runtime/store/sqlite/reader_pool.hpp"
 #include "runtime/store/sqlite/rows.hpp"
+#include "signals/json_parse.hpp"
 #include "signals/json_text.hpp"
-
-#include <boost/json/parse.hpp>
 
 namespace troupe {
 

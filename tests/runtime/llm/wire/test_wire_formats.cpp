@@ -12,6 +12,7 @@
 
 #include "support/fixtures.hpp"
 
+#include <bit>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -448,5 +449,20 @@ TEST_CASE("fields a model server gets wrong end the call as malformed, and never
     CHECK(e.type == "rate_limited");
     CHECK(e.message == "HTTP 429: {\"error\":{\"message\":5,\"type\":[],\"code\":-1}}");
     CHECK(classify_stream_error(json::parse(R"({"message":{},"type":1e300})")).type == "server");
+  }
+}
+
+TEST_CASE("a tool call's numbers are kept exactly") {
+  SECTION("a double Boost.JSON alone would read a unit in the last place off") {
+    const tool_call c = assemble_tool_call("call-1", "move", R"({"x": 14.127156320378683})");
+    REQUIRE_FALSE(c.invalid_arguments);
+    CHECK(std::bit_cast<std::uint64_t>(c.arguments.at("x").as_double()) ==
+          std::bit_cast<std::uint64_t>(14.127156320378683));
+  }
+  SECTION("a number beyond a double's range makes the arguments invalid, saying why") {
+    const tool_call c = assemble_tool_call("call-1", "move", R"({"x": 1e400})");
+    REQUIRE(c.invalid_arguments);
+    CHECK_THAT(*c.invalid_arguments, Catch::Contains("1e400") && Catch::Contains("beyond the range of a double"));
+    CHECK(c.arguments.empty());
   }
 }
