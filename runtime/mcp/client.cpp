@@ -399,13 +399,16 @@ std::string client::version_now() const {
   return version_;
 }
 
-void client::notify_cancelled(const std::shared_ptr<transport>& t, std::int64_t id, std::uint64_t handle,
+bool client::notify_cancelled(const std::shared_ptr<transport>& t, std::int64_t id, std::uint64_t handle,
                               const std::string& reason) {
-  if (!t) return;
-  bool modern_http;
+  if (!t) return false;
+  // Still queued for a server that is not reading: it never saw the request.
+  if (handle && t->withdraw(handle)) return true;
+  bool modern_http, per_request;
   {
     std::lock_guard lock(mutex_);
-    modern_http = per_request_exchange_ && era_ == era::modern && phase_ == phase::ready;
+    per_request = per_request_exchange_;
+    modern_http = per_request && era_ == era::modern && phase_ == phase::ready;
   }
   // Over modern HTTP closing the response stream is the cancellation; over
   // stdio and legacy HTTP the server is told.
@@ -416,7 +419,8 @@ void client::notify_cancelled(const std::shared_ptr<transport>& t, std::int64_t 
         "",
         version_now(),
         {}});
-  if (per_request_exchange_ && handle) t->abort(handle);
+  if (per_request && handle) t->abort(handle);
+  return false;
 }
 
 void client::timed_out(std::int64_t id) {
@@ -439,12 +443,14 @@ void client::timed_out(std::int64_t id) {
     pending_.erase(it);
     t = transport_;
   }
-  if (sent) notify_cancelled(t, id, handle, "timeout");
+  const bool unwritten = sent && notify_cancelled(t, id, handle, "timeout");
   const std::string within = " within " + std::to_string(after.count()) + " ms";
   callback(error_info::of(error_type::timeout,
-                          sent ? "the MCP server " + options_.name + " did not answer " + method + within
-                               : "the MCP server " + options_.name + " was not ready for " + method + within +
-                                     ": it did not answer initialize (nor server/discover) in time"));
+                          unwritten ? "the MCP server " + options_.name + " did not read " + method + within +
+                                          ": it is not reading what troupe writes to it"
+                          : sent ? "the MCP server " + options_.name + " did not answer " + method + within
+                                 : "the MCP server " + options_.name + " was not ready for " + method + within +
+                                       ": it did not answer initialize (nor server/discover) in time"));
 }
 
 void client::cancel(std::int64_t id, std::string reason) {

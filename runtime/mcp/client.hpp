@@ -127,7 +127,8 @@ class client : public std::enable_shared_from_this<client> {
   void handle_sent(std::int64_t id, std::optional<error_info> error);
   void timed_out(std::int64_t id);
   std::string version_now() const;
-  void notify_cancelled(const std::shared_ptr<transport>& t, std::int64_t id, std::uint64_t handle,
+  // Tells the server a request is off; true if it never got any of it.
+  bool notify_cancelled(const std::shared_ptr<transport>& t, std::int64_t id, std::uint64_t handle,
                         const std::string& reason);
   std::int64_t handshake_request(int generation, std::string method, boost::json::object params,
                                  std::chrono::milliseconds timeout, reply_callback on_reply);

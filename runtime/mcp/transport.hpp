@@ -3,8 +3,8 @@
 // stdin and stdout, or POSTs to an HTTP endpoint. The client above does not
 // know which; it sends messages and is handed what arrives.
 //
-// Callbacks run on the transport's own thread (the stdio reader, the HTTP
-// I/O thread) and must not block.
+// Callbacks run on the transport's own thread (the stdio or the HTTP I/O
+// thread), or on_sent's failure in send() itself, and must not block.
 
 #include "signals/error_info.hpp"
 
@@ -44,10 +44,15 @@ class transport {
   virtual ~transport() = default;
   // Starts the process, or checks nothing (HTTP connects per request).
   virtual std::optional<error_info> open(transport_handlers handlers) = 0;
-  // Returns a handle for abort().
+  // Never waits for the server: a message it cannot take yet is queued, or
+  // fails through on_sent. Returns a handle for abort() and withdraw().
   virtual std::uint64_t send(outgoing_message message) = 0;
   // Stops waiting for that message's response (HTTP: closes its stream).
   virtual void abort(std::uint64_t) {}
+  // Takes back a message none of which has gone out yet (stdio: still queued
+  // for a server that is not reading). True if it did: the server never saw
+  // it, so there is nothing to cancel there, and its on_sent never runs.
+  virtual bool withdraw(std::uint64_t) { return false; }
   // True when every request gets a response stream of its own (HTTP): its
   // end without a response is then a failure of that request.
   virtual bool exchange_per_request() const { return false; }

@@ -15,8 +15,14 @@
 // --bad-schema adds tools whose schemas troupe refuses, and a recursive one it takes.
 // With --http it serves POST /mcp on 127.0.0.1 at a free port and prints
 // "listening PORT" on stdout; else it talks JSON-RPC over stdin/stdout.
+// With --hostile (stdio) it offers tools that break the pipes on purpose:
+// deafen (it never reads its stdin again, after sending `pings` pings),
+// orphan-exit (it exits while a process it started keeps its stdout and/or
+// stderr, as `keep` says) and close-stdout (it closes its stdout and lives on).
 import * as readline from "node:readline";
 import * as http from "node:http";
+import * as fs from "node:fs";
+import { spawn } from "node:child_process";
 
 const args = process.argv.slice(2);
 const mode = args[0] ?? "legacy";
@@ -28,6 +34,8 @@ const paramHeaders = args.includes("--param-headers");
 const strictInit = args.includes("--strict-init");
 const initialized = new Set(); // legacy HTTP sessions whose notifications/initialized arrived
 let traceHeader = null; // the traceparent header of the latest HTTP request
+const hostile = args.includes("--hostile");
+let lines; // stdin, line by line (stdio only)
 const MODERN = "2026-07-28";
 
 let cancels = [];
@@ -61,6 +69,11 @@ function tools() {
     list.push({ name: "weather", description: "Routes on its region", inputSchema: object({ region: { type: "string", "x-mcp-header": "Region" }, days: { type: "integer" } }, ["region"]) });
     list.push({ name: "bad-header", description: "x-mcp-header on a number", inputSchema: object({ n: { type: "number", "x-mcp-header": "N" } }) });
   }
+  if (hostile) {
+    list.push({ name: "deafen", description: "Stops reading stdin", inputSchema: object({ pings: { type: "integer" } }) });
+    list.push({ name: "orphan-exit", description: "Exits, leaving a process on its pipes", inputSchema: object({ keep: { type: "string" } }) });
+    list.push({ name: "close-stdout", description: "Closes its stdout and lives on", inputSchema: object({}) });
+  }
   if (badSchema) {
     list.push({ name: "number-type", description: "A schema valijson refuses", inputSchema: { type: 12 } });
     list.push({ name: "string-schema", description: "A schema that is not an object", inputSchema: "object" });
@@ -92,6 +105,24 @@ function callTool(params, id, send, notify) {
     case "crash":
       process.stderr.write("boom: crashing on purpose\n");
       process.exit(3);
+    case "deafen": {
+      lines.pause();
+      process.stdin.pause();
+      setInterval(() => {}, 60_000); // a paused stdin would let node exit
+      for (let i = 0; i < (params.arguments?.pings ?? 0); i++) notify({ jsonrpc: "2.0", id: `ping-${i}`, method: "ping" });
+      return result(text("deaf"));
+    }
+    case "orphan-exit": {
+      const keep = params.arguments?.keep ?? "both";
+      const out = keep === "stderr" ? "ignore" : "inherit";
+      const err = keep === "stdout" ? "ignore" : "inherit";
+      const orphan = spawn("sleep", ["300"], { stdio: ["inherit", out, err] });
+      process.stderr.write(`boom: leaving ${orphan.pid} behind\n`);
+      process.exit(3);
+    }
+    case "close-stdout":
+      fs.closeSync(1);
+      return undefined;
     case "cancels":
       return result(text(JSON.stringify(cancels)));
     case "change":
@@ -181,7 +212,7 @@ function handle(msg, send, sendError, notify) {
 
 if (!overHttp) {
   const out = (m) => process.stdout.write((typeof m === "string" ? m : JSON.stringify(m)) + "\n");
-  const lines = readline.createInterface({ input: process.stdin });
+  lines = readline.createInterface({ input: process.stdin });
   lines.on("line", (line) => {
     let msg;
     try {
