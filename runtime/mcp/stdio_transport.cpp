@@ -57,7 +57,11 @@ int open_pidfd(pid_t pid) {
   return -1;
 }
 
+// No wait status is negative.
+constexpr int unknown_status = -1;
+
 std::string describe_status(int status) {
+  if (status == unknown_status) return "exited";
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return std::string("was killed by signal ") + ::strsignal(WTERMSIG(status));
   return "stopped";
@@ -260,10 +264,12 @@ std::optional<int> stdio_transport::process::try_reap(bool block) {
   if (pid_ < 0) return std::nullopt;
   int status = 0;
   const pid_t r = ::waitpid(pid_, &status, block ? 0 : WNOHANG);
-  if (r == pid_) {
+  // ECHILD: reaped for us (SIGCHLD ignored, say), its status lost; a pidfd
+  // that stays readable must not be polled again.
+  if (r == pid_ || (r < 0 && errno == ECHILD)) {
     reaped_ = true;
-    exit_status_ = status;
-    return status;
+    exit_status_ = r == pid_ ? status : unknown_status;
+    return exit_status_;
   }
   return std::nullopt;
 }
@@ -367,8 +373,10 @@ void stdio_transport::process::run() {
                      // says the server closed its stdin.
                      {in_open ? to_child_ : -1, static_cast<short>(want_write ? POLLOUT : 0), 0},
                      {pidfd_, POLLIN, 0}};
-    if (::poll(fds, 5, timeout) < 0 && errno != EINTR)
+    if (::poll(fds, 5, timeout) < 0) {
+      if (errno == EINTR) continue;
       return finish(std::string("could not be watched: ") + std::strerror(errno));
+    }
     if (closing()) return;
     if (fds[0].revents) {
       char buf[64];

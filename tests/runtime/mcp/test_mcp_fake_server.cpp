@@ -82,6 +82,10 @@ TEST_CASE("a legacy stdio server: initialize, every page of tools/list, tools/ca
   SECTION("a cancelled call sends notifications/cancelled naming the request") {
     started_call slow = start_tool(tools, "fake__slow", {});
     REQUIRE(slow.stop);
+    // The server reads in order: once a later call is answered it has read
+    // the slow one, which is then cancelled at the server rather than taken
+    // back unsent.
+    CHECK(outcome_text(call_tool(tools, "fake__echo", {{"text", "after"}})) == "echo: after");
     slow.stop();
     CHECK(std::get<error_info>(slow.wait()).type == error_type::cancelled);
     const auto cancels = json::parse(outcome_text(call_tool(tools, "fake__cancels")));

@@ -125,6 +125,22 @@ TEST_CASE("an MCP server that exits while a process it started holds its pipes i
   started_again(c);
 }
 
+TEST_CASE("with SIGCHLD ignored, so that children are reaped unasked, a server's exit is still seen") {
+  struct ignoring_sigchld {
+    struct sigaction before {};
+    ignoring_sigchld() {
+      struct sigaction ignore {};
+      ignore.sa_handler = SIG_IGN;
+      ::sigaction(SIGCHLD, &ignore, &before);
+    }
+    ~ignoring_sigchld() { ::sigaction(SIGCHLD, &before, nullptr); }
+  } ignoring;
+  auto c = client_first_running({"sh", "-c", "exec 3<&0; sleep 300 <&3 & exit 3"});
+  // Its status is lost with it.
+  gone(failure(send(c, "tools/list", {}, milliseconds(10'000))), "the MCP server exited");
+  started_again(c);
+}
+
 TEST_CASE("an MCP server that exits mid-call, leaving a process on its pipes, fails the call at once") {
   const std::string keep = GENERATE(as<std::string>{}, "both", "stderr", "stdout");
   INFO("the process left behind keeps " << keep);
