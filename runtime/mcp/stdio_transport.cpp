@@ -130,7 +130,7 @@ struct stdio_transport::process {
   bool wait_for_exit(milliseconds limit);
   bool closing() const;
   std::string stderr_tail() const;
-  std::optional<int> try_reap(bool block);
+  std::optional<int> try_reap();
   void stop_process();
   void close();
 };
@@ -258,12 +258,12 @@ bool stdio_transport::process::closing() const {
   return closing_;
 }
 
-std::optional<int> stdio_transport::process::try_reap(bool block) {
+std::optional<int> stdio_transport::process::try_reap() {
   std::lock_guard lock(mutex_);
   if (reaped_) return exit_status_;
   if (pid_ < 0) return std::nullopt;
   int status = 0;
-  const pid_t r = ::waitpid(pid_, &status, block ? 0 : WNOHANG);
+  const pid_t r = ::waitpid(pid_, &status, WNOHANG);
   // ECHILD: reaped for us (SIGCHLD ignored, say), its status lost; a pidfd
   // that stays readable must not be polled again.
   if (r == pid_ || (r < 0 && errno == ECHILD)) {
@@ -402,7 +402,7 @@ void stdio_transport::process::run() {
       }
     }
     if (pidfd_ < 0 || fds[4].revents)
-      if (auto status = try_reap(false)) return finish(describe_status(*status));
+      if (auto status = try_reap()) return finish(describe_status(*status));
     if (broken_at && clock::now() >= *broken_at + options_.stop_grace) {
       ::kill(-pid_, SIGKILL);
       wait_for_exit(options_.stop_grace);
@@ -414,7 +414,7 @@ void stdio_transport::process::run() {
 bool stdio_transport::process::wait_for_exit(milliseconds limit) {
   const auto until = clock::now() + limit;
   for (;;) {
-    if (try_reap(false)) return true;
+    if (try_reap()) return true;
     if (clock::now() >= until) return false;
     pollfd exited{pidfd_, POLLIN, 0};
     ::poll(&exited, 1, std::min(10, poll_timeout(until)));
@@ -447,9 +447,10 @@ void stdio_transport::process::stop_process() {
   if (to_child_ >= 0) ::shutdown(to_child_, SHUT_WR);
   for (int sig : {0, SIGTERM, SIGKILL}) {
     if (sig) ::kill(-pid_, sig);
+    // Not waited for past SIGKILL's grace (a process stuck in the kernel):
+    // closing is bounded, at worst a zombie is left.
     if (wait_for_exit(options_.stop_grace)) break;
   }
-  try_reap(true);
   ::kill(-pid_, SIGKILL);  // anything it left behind in its group
 }
 
