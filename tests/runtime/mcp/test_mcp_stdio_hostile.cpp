@@ -1,10 +1,10 @@
 // The stdio transport against servers that break their pipes on purpose: one
 // that stops reading its stdin while troupe writes, one that exits while a
 // process it started keeps its stdout or stderr open, one that closes its
-// stdout and lives on. Calls fail at once with typed errors, the server is
-// started again, and no caller (sending, closing) waits on it. Every request
-// is made on a thread of its own, so that one that blocks its caller fails
-// the test instead of hanging it.
+// stdout or stdin and lives on. Calls fail at once with typed errors, the
+// server is started again, and no caller (sending, closing) waits on it.
+// Every request is made on a thread of its own, so that one that blocks its
+// caller fails the test instead of hanging it.
 
 #include "runtime/mcp/client.hpp"
 #include "runtime/mcp/stdio_transport.hpp"
