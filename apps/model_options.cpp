@@ -35,6 +35,9 @@ void add_model_options(CLI::App& c, model_options& o, bool conversation) {
                "(repeatable)");
   c.add_option("--mcp-timeout", o.mcp_timeout_seconds, "Seconds one MCP tool call may take")
       ->check(CLI::PositiveNumber);
+  c.add_option("--mcp-startup-timeout", o.mcp_startup_timeout_seconds,
+               "Seconds an MCP server may take to start and list its tools (and each later listing)")
+      ->check(CLI::PositiveNumber);
   if (conversation) c.add_option("--thread", o.thread, "Thread id to use");
   c.add_option("--max-iterations", o.max_iterations, "Model calls per question at most")->check(CLI::PositiveNumber);
   c.add_option("--timeout", o.timeout_seconds, "Seconds a question may take")->check(CLI::PositiveNumber);
@@ -200,6 +203,7 @@ std::vector<mcp_server_config> mcp_servers_for(const model_options& o) {
     for (const auto& other : servers)
       if (other.name == c.name) throw usage_error("--mcp: two servers are named " + c.name);
     c.call_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.mcp_timeout_seconds * 1000));
+    c.request_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.mcp_startup_timeout_seconds * 1000));
     servers.push_back(std::move(c));
   }
   for (const auto& spec : o.mcp_headers)

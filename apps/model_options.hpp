@@ -23,9 +23,10 @@ struct model_options {
   std::string api_key_env;
   std::string system;
   std::vector<std::string> tools;
-  std::vector<std::string> mcp;          // NAME=COMMAND… or NAME=URL
-  std::vector<std::string> mcp_headers;  // SERVER:Header=ENVVAR
-  double mcp_timeout_seconds = 60;       // one MCP tool call
+  std::vector<std::string> mcp;             // NAME=COMMAND… or NAME=URL
+  std::vector<std::string> mcp_headers;     // SERVER:Header=ENVVAR
+  double mcp_timeout_seconds = 60;          // one MCP tool call
+  double mcp_startup_timeout_seconds = 30;  // an MCP server's start-up (initialize, tools/list)
   std::string thread;
   int max_iterations = 10;
   double timeout_seconds = 300;

@@ -257,6 +257,7 @@ serve_config parse_config(const std::string& text, const std::string& origin, co
     r.texts("servers", c.mcp);
     r.texts("headers", c.mcp_headers);
     r.number("timeout_seconds", c.mcp_timeout_seconds);
+    r.number("startup_timeout_seconds", c.mcp_startup_timeout_seconds);
     r.refuse_unknown();
   }
   const auto agents = top.tables("agents");
@@ -283,6 +284,7 @@ serve_config parse_config(const std::string& text, const std::string& origin, co
     m.mcp = c.mcp;
     m.mcp_headers = c.mcp_headers;
     m.mcp_timeout_seconds = c.mcp_timeout_seconds;
+    m.mcp_startup_timeout_seconds = c.mcp_startup_timeout_seconds;
     try {
       (void)cli::mcp_servers_for(m);
     } catch (const cli::usage_error& e) {

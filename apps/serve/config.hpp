@@ -68,6 +68,7 @@ struct serve_config {
   std::vector<std::string> mcp;
   std::vector<std::string> mcp_headers;
   double mcp_timeout_seconds = 60;
+  double mcp_startup_timeout_seconds = 30;
 };
 
 // A config that cannot be served; what() names the field and the file.

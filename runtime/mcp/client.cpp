@@ -78,6 +78,11 @@ std::int64_t client::request(std::string method, json::object params, std::optio
   std::int64_t id = 0;
   {
     std::unique_lock lock(mutex_);
+    if (given_up_ && std::chrono::steady_clock::now() >= given_up_until_) {
+      // The give-up is over: this request may start the server once more.
+      given_up_.reset();
+      recent_starts_.clear();
+    }
     if (phase_ == phase::closed || given_up_) {
       error_info why = given_up_
                            ? *given_up_
@@ -98,10 +103,14 @@ void client::start_connection(actions& a) {
   const auto now = std::chrono::steady_clock::now();
   while (!recent_starts_.empty() && now - recent_starts_.front() > options_.restart_window) recent_starts_.pop_front();
   if (static_cast<int>(recent_starts_.size()) > options_.max_restarts) {
+    give_up_for_ =
+        give_up_for_.count() == 0 ? options_.restart_window : std::min(options_.max_give_up, give_up_for_ * 2);
+    given_up_until_ = now + give_up_for_;
     given_up_ = error_info::of(mcp_error::unavailable, "the MCP server " + options_.name + " failed " +
                                                            std::to_string(recent_starts_.size()) + " times within " +
                                                            std::to_string(options_.restart_window.count()) +
-                                                           " ms and is not started again");
+                                                           " ms; it is started again on the first call after " +
+                                                           std::to_string(give_up_for_.count()) + " ms");
     for (auto id : std::exchange(waiting_, {})) {
       auto it = pending_.find(id);
       if (it == pending_.end()) continue;
@@ -239,6 +248,7 @@ void client::become_ready(int generation, era spoken, std::string version) {
     std::lock_guard lock(mutex_);
     if (generation != generation_ || phase_ != phase::connecting) return;
     phase_ = phase::ready;
+    give_up_for_ = std::chrono::milliseconds(0);
     era_ = spoken;
     known_era_ = spoken;
     version_ = std::move(version);
@@ -390,7 +400,13 @@ void client::handle_message(int generation, std::string_view text) {
 }
 
 void client::handle_closed(int generation, error_info why) {
-  why.message += " — it will be started again on the next call";
+  {
+    // Only a server that had been working is started again by the next call;
+    // one that dies while starting fails the start, and says only that.
+    std::lock_guard lock(mutex_);
+    if (generation == generation_ && phase_ == phase::ready)
+      why.message += " — it will be started again on the next call";
+  }
   fail_connection(generation, std::move(why));
 }
 

@@ -17,7 +17,10 @@
 //
 // A server that dies fails every request it had (`mcp_server_exited`), and
 // the next request starts it again, at most `max_restarts` times within
-// `restart_window`; past that the server is given up on.
+// `restart_window`; past that the server is given up on for a while (the
+// window at first, twice as long after each give-up that follows, at most
+// `max_give_up`), and the first request after that starts it again. A server
+// that becomes ready resets the back-off.
 
 #include "runtime/mcp/json_rpc.hpp"
 #include "runtime/mcp/protocol.hpp"
@@ -46,6 +49,7 @@ struct client_options {
   std::chrono::milliseconds probe_timeout{5'000};
   int max_restarts = 5;
   std::chrono::milliseconds restart_window{60'000};
+  std::chrono::milliseconds max_give_up{600'000};
 };
 
 using transport_factory = std::function<std::unique_ptr<transport>()>;
@@ -152,6 +156,8 @@ class client : public std::enable_shared_from_this<client> {
   std::vector<std::int64_t> waiting_;  // for the connection
   std::deque<std::chrono::steady_clock::time_point> recent_starts_;
   std::optional<error_info> given_up_;
+  std::chrono::steady_clock::time_point given_up_until_{};
+  std::chrono::milliseconds give_up_for_{0};  // the last give-up's length; 0: none since the server was ready
   std::function<void(const rpc_notification&)> notification_handler_;
   std::function<void()> reconnected_handler_;
 };

@@ -54,6 +54,8 @@ server::server(mcp_server_config config, tool_registry& registry, std::shared_pt
   o.name = config_.name;
   o.request_timeout = config_.request_timeout;
   o.probe_timeout = config_.probe_timeout;
+  o.max_restarts = config_.max_restarts;
+  o.restart_window = config_.restart_window;
   client_ = client::create(std::move(o), std::move(factory));
 }
 

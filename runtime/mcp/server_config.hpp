@@ -23,8 +23,12 @@ struct mcp_server_config {
   // Sent with every HTTP request (an authorization token, say). Never logged.
   std::vector<std::pair<std::string, std::string>> headers;
   std::chrono::milliseconds call_timeout{60'000};     // one tools/call
-  std::chrono::milliseconds request_timeout{30'000};  // initialize, tools/list
+  std::chrono::milliseconds request_timeout{30'000};  // initialize, tools/list: the start-up's deadline
   std::chrono::milliseconds probe_timeout{5'000};     // server/discover, for a server that may not know it
+  // Starts again after a death: at most max_restarts within restart_window,
+  // then a pause that grows (mcp::client_options).
+  int max_restarts = 5;
+  std::chrono::milliseconds restart_window{60'000};
 };
 
 // What adding a server gave: the tools it registered, the listed tools it

@@ -192,7 +192,8 @@ TEST_CASE("servers that misbehave give typed errors, and nothing hangs") {
     CHECK_THAT(status.rejected[2].message, Catch::Contains("self-ref") && Catch::Contains("cycle of \"$ref\""));
     CHECK_THAT(status.rejected[3].message, Catch::Contains("ref-cycle") && Catch::Contains("cycle of \"$ref\""));
     CHECK_FALSE(tools.find("fake__self-ref"));
-    const json::object tree = json::parse(R"({"root": {"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]}]}})").as_object();
+    const json::object tree =
+        json::parse(R"({"root": {"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]}]}})").as_object();
     CHECK(outcome_text(call_tool(tools, "fake__tree", tree)) == "3 nodes");
     CHECK(std::get<error_info>(call_tool(tools, "fake__tree", {{"root", {{"children", json::array{}}}}})).type ==
           "invalid_arguments");
@@ -227,7 +228,33 @@ TEST_CASE("servers that misbehave give typed errors, and nothing hangs") {
       CHECK(std::get<error_info>(call_tool(tools, "fake__crash")).type == "mcp_server_exited");
     auto e = std::get<error_info>(call_tool(tools, "fake__echo", {{"text", "x"}}));
     CHECK(e.type == "mcp_unavailable");
-    CHECK(e.message.find("not started again") != std::string::npos);
+    CHECK(e.message.find("started again on the first call after 60000 ms") != std::string::npos);
+  }
+  SECTION("one given up on is started again once its pause is over") {
+    mcp_server_config c = fake({"legacy"});
+    c.max_restarts = 1;
+    c.restart_window = std::chrono::milliseconds(300);
+    started_server server(c, tools);
+    REQUIRE(server.status.ok());
+    for (int i = 0; i < 2; ++i)
+      CHECK(std::get<error_info>(call_tool(tools, "fake__crash")).type == "mcp_server_exited");
+    CHECK(std::get<error_info>(call_tool(tools, "fake__echo", {{"text", "x"}})).type == "mcp_unavailable");
+    // The pause is the window (300 ms) at first: ask until it is over, bounded.
+    std::string answer;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while ((answer = outcome_text(call_tool(tools, "fake__echo", {{"text", "back"}}))) != "echo: back" &&
+           std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK(answer == "echo: back");
+    CHECK(server->connection().starts == 3);
+  }
+  SECTION("one that dies while starting fails the start without promising a restart") {
+    mcp_server_config c = fake({"legacy"});
+    c.command = {"sh", "-c", "echo 'no config' >&2; exit 3"};
+    started_server server(c, tools);
+    REQUIRE(server.status.error);
+    INFO(server.status.error->message);
+    CHECK(server.status.error->message.find("started again") == std::string::npos);
   }
 }
 
