@@ -88,6 +88,7 @@ void post_message(route_context& ctx, const std::shared_ptr<exchange>& ex) {
   if (!bind_agent(ctx, ex, *conv, *agent_id)) return;
 
   turn_ids ids{{}, conv->id, conv->thread_id, *agent_id, ex->user(), *content, idem};
+  ids.traceparent = std::string(ex->request()["traceparent"]);
   // A retried POST finds its turn by a request id made from its key: in
   // memory while the server holds the turn, else in the thread.
   ids.request_id = idem.empty() ? ids_of_this_thread().next("req") : "idem-" + conv->id + "-" + idem;

@@ -128,6 +128,7 @@ void post_chat_completion(route_context& ctx, const std::shared_ptr<exchange>& e
   ids.request_id = ids_of_this_thread().next("req");
   ids.agent_id = a->config.id;
   ids.user = ex->user();
+  ids.traceparent = std::string(ex->request()["traceparent"]);
   ids.content = std::move(turn_in.question);
   ids.overrides.system_prompt = std::move(turn_in.system_prompt);
   ids.overrides.params = req.params;

@@ -34,6 +34,7 @@ struct turn_ids {
   std::string content;  // the user's message
   std::string idempotency_key;
   query_overrides overrides{};  // system prompt and sampling for this turn (the OpenAI endpoint's)
+  std::string traceparent{};    // the caller's W3C trace context: the turn's spans continue its trace
 };
 
 class turn {

@@ -49,6 +49,7 @@ void run_turn(turn_context& ctx, const std::shared_ptr<turn>& t, const deployed_
   o.thread_id = t->ids().thread_id;
   o.request_id = t->ids().request_id;
   o.overrides = t->ids().overrides;
+  o.traceparent = t->ids().traceparent;
   o.deadline = a.config.request_deadline;
   o.on_event = [&ctx, t, &a](const stream_event& e) {
     std::visit(overloaded{[&](const delta_event& d) { t->push("message.delta", event_data(d)); },

@@ -308,3 +308,14 @@ TEST_CASE("serve: one user's flood does not hold up another user's turn") {
   for (int i = 0; i < 30; ++i) f.model->release("hold-flood");
   for (auto& t : flood) CHECK(t->client.rest_of_stream().back().name == "message.completed");
 }
+
+TEST_CASE("serve: a caller's traceparent is continued, not replaced") {
+  serve_fixture f;
+  http_client c = f.client();
+  const std::string trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+  const http_reply r = c.send(http::verb::post, chat("c-traced"), message_body("helper", "hi"),
+                              as_user(alice_key, {{"traceparent", "00-" + trace_id + "-00f067aa0ba902b7-01"}}));
+  REQUIRE(r.status == 200);
+  // The model call is made in the caller's trace.
+  CHECK(f.model->last_traceparent().substr(3, 32) == trace_id);
+}

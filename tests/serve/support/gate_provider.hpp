@@ -23,6 +23,10 @@ class gate_provider final : public llm_provider {
 
   std::unique_ptr<llm_call> stream(const llm_stream& request, llm_callbacks cb) override {
     calls_.fetch_add(1);
+    {
+      std::lock_guard lock(m_);
+      last_traceparent_ = request.traceparent;
+    }
     const llm_message* last = nullptr;
     for (const llm_message& m : request.messages) last = &m;
     const std::string question = last ? last->content : "";
@@ -92,6 +96,11 @@ class gate_provider final : public llm_provider {
     return held_.size();
   }
   std::size_t calls() const { return calls_.load(); }
+  // The trace context the latest model call was made in.
+  std::string last_traceparent() {
+    std::lock_guard lock(m_);
+    return last_traceparent_;
+  }
 
  private:
   struct held {
@@ -135,6 +144,7 @@ class gate_provider final : public llm_provider {
   }
 
   std::mutex m_;
+  std::string last_traceparent_;
   std::condition_variable cv_;
   std::vector<std::shared_ptr<held>> held_;
   std::vector<std::string> cancelled_;
