@@ -2,6 +2,7 @@
 
 #include "runtime/store/postgres/result.hpp"
 
+#include <string_view>
 #include <utility>
 
 namespace troupe::postgres {
@@ -81,25 +82,39 @@ void connection_pool::discard(PGconn* c) {
   --open_;
 }
 
+namespace {
+
+// The options (server settings, "-c name=value ...") the conninfo sets, if
+// any: the store's are added to them rather than put in their place.
+std::string options_of(const std::string& conninfo) {
+  char* error = nullptr;
+  PQconninfoOption* parsed = PQconninfoParse(conninfo.c_str(), &error);
+  PQfreemem(error);
+  std::string out;
+  for (const PQconninfoOption* o = parsed; o && o->keyword; ++o)
+    if (std::string_view(o->keyword) == "options" && o->val) out = o->val;
+  PQconninfoFree(parsed);
+  return out;
+}
+
+}  // namespace
+
 connection_pool::opener connect_to(std::string conninfo, std::chrono::seconds connect_timeout,
                                    std::chrono::milliseconds statement_timeout) {
+  // The settings go in the startup packet, not in a SET after it: PQreset
+  // (checkout's, after the server dropped the connection) makes a new
+  // session from the same parameters, and a SET would be lost with the old
+  // one. The conninfo's own options come after the store's, so they win.
+  std::string options = "-c client_min_messages=warning -c statement_timeout=" +
+                        std::to_string(statement_timeout.count()) + " " + options_of(conninfo);
   return [conninfo = std::move(conninfo), timeout = std::to_string(connect_timeout.count()),
-          set_statement_timeout =
-              "SET statement_timeout = " + std::to_string(statement_timeout.count())](std::string& why) -> PGconn* {
-    // connect_timeout first: what the conninfo (expanded from dbname) sets comes after it and wins.
-    const char* keys[] = {"connect_timeout", "dbname", nullptr};
-    const char* values[] = {timeout.c_str(), conninfo.c_str(), nullptr};
+          options = std::move(options)](std::string& why) -> PGconn* {
+    // connect_timeout first: what the conninfo (expanded from dbname) sets
+    // comes after it and wins; options last, as they already hold the conninfo's.
+    const char* keys[] = {"connect_timeout", "dbname", "options", nullptr};
+    const char* values[] = {timeout.c_str(), conninfo.c_str(), options.c_str(), nullptr};
     PGconn* c = PQconnectdbParams(keys, values, 1);
-    if (PQstatus(c) == CONNECTION_OK) {
-      try {
-        run(c, "SET client_min_messages = warning");
-        run(c, set_statement_timeout.c_str());
-      } catch (...) {
-        PQfinish(c);  // the pool never saw it
-        throw;
-      }
-      return c;
-    }
+    if (PQstatus(c) == CONNECTION_OK) return c;
     why = trimmed_message(PQerrorMessage(c));
     PQfinish(c);
     return nullptr;

@@ -52,3 +52,21 @@ TEST_CASE("a holder that throws hands its connection to the next caller") {
   REQUIRE(one.has_value());
   CHECK(*one == 1);
 }
+
+TEST_CASE("a connection made again by PQreset keeps its statement_timeout") {
+  postgres_backend backend;
+  REQUIRE_BACKEND(backend);
+  std::string why;
+  PGconn* c = connect_to(backend.uri(), std::chrono::seconds(10), std::chrono::milliseconds(100))(why);
+  REQUIRE(c);
+  PQreset(c);  // what checkout does with a connection the server dropped
+  REQUIRE(PQstatus(c) == CONNECTION_OK);
+  postgres::result r = run(c, "SELECT pg_sleep(3)");
+  CHECK_FALSE(r.ok());
+  CHECK(r.error(c, "sleep").type == "timeout");
+  // The conninfo's own options (the test schema's search_path) survive too.
+  postgres::result path = run(c, "SHOW search_path");
+  REQUIRE(path.ok());
+  CHECK(path.text(0, 0).rfind("troupe_test_", 0) == 0);
+  PQfinish(c);
+}
