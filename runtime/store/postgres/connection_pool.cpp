@@ -100,13 +100,15 @@ std::string options_of(const std::string& conninfo) {
 }  // namespace
 
 connection_pool::opener connect_to(std::string conninfo, std::chrono::seconds connect_timeout,
-                                   std::chrono::milliseconds statement_timeout) {
+                                   std::chrono::milliseconds statement_timeout,
+                                   std::chrono::milliseconds lock_timeout) {
   // The settings go in the startup packet, not in a SET after it: PQreset
   // (checkout's, after the server dropped the connection) makes a new
   // session from the same parameters, and a SET would be lost with the old
   // one. The conninfo's own options come after the store's, so they win.
   std::string options = "-c client_min_messages=warning -c statement_timeout=" +
-                        std::to_string(statement_timeout.count()) + " " + options_of(conninfo);
+                        std::to_string(statement_timeout.count()) +
+                        " -c lock_timeout=" + std::to_string(lock_timeout.count()) + " " + options_of(conninfo);
   return [conninfo = std::move(conninfo), timeout = std::to_string(connect_timeout.count()),
           options = std::move(options)](std::string& why) -> PGconn* {
     // connect_timeout first: what the conninfo (expanded from dbname) sets

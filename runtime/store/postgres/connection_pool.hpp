@@ -87,6 +87,7 @@ class connection_pool {
 // The opener of connections to `conninfo` (anything libpq accepts).
 connection_pool::opener connect_to(std::string conninfo,
                                    std::chrono::seconds connect_timeout = std::chrono::seconds(10),
-                                   std::chrono::milliseconds statement_timeout = std::chrono::milliseconds(30'000));
+                                   std::chrono::milliseconds statement_timeout = std::chrono::milliseconds(30'000),
+                                   std::chrono::milliseconds lock_timeout = std::chrono::milliseconds(2'000));
 
 }  // namespace troupe::postgres

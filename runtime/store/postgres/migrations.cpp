@@ -530,6 +530,124 @@ constexpr const char* migrations[] = {
   END
   $$;
 )",
+    // 7: a batch no longer waits for a row another transaction holds (a
+    // stuck session, an operator's open transaction): it waited until
+    // statement_timeout, failed as a whole, and every commit in it waited
+    // again one by one. Rows held elsewhere are skipped, their commits
+    // answered 'busy', and the client writes those alone under lock_timeout.
+    R"(
+  CREATE OR REPLACE FUNCTION troupe_append_batch(p_commits json)
+  RETURNS TABLE (ord integer, status text, stored_rev bigint, stored_size bigint, holder text)
+  LANGUAGE plpgsql AS $$
+  DECLARE
+    cs troupe_commit[];
+    l_ids text[];
+    l_owners text[];
+    l_epochs bigint[];
+    t_ids text[];
+    t_revs bigint[];
+    t_sizes bigint[];
+    fenced boolean[];
+    busy boolean[];
+    ok boolean[];
+    a_ord integer[];
+    a_status text[];
+    a_rev bigint[];
+    a_size bigint[];
+    a_holder text[];
+  BEGIN
+    cs := ARRAY(
+      SELECT ROW((x.n - 1)::integer, x.id, x.expected, x.rev, x.size, x.created, x.updated, x.metadata, x.first,
+                 x.entries, x.last_message_at, x.title, x.now, x.owner, x.epoch, x.lease_until)::troupe_commit
+      FROM ROWS FROM (json_to_recordset(p_commits) AS (
+          id text, expected bigint, rev bigint, size bigint, created bigint, updated bigint, metadata json,
+          first bigint, entries json, last_message_at bigint, title text, now bigint, owner text, epoch bigint,
+          lease_until bigint)) WITH ORDINALITY
+        AS x(id, expected, rev, size, created, updated, metadata, first, entries, last_message_at, title, now,
+             owner, epoch, lease_until, n)
+      ORDER BY x.n);
+    -- Locks first, the leases then the threads, each in id order, whichever
+    -- way the batch is written; each row is read as it is locked, and only
+    -- what was read there decides (a row another transaction commits in
+    -- between is not this batch's to judge). A row another transaction
+    -- holds is skipped, and its commit answered 'busy': the client writes
+    -- it on its own, under lock_timeout, and the rest go in now.
+    SELECT array_agg(x.thread_id), array_agg(x.owner), array_agg(x.epoch) INTO l_ids, l_owners, l_epochs
+      FROM (SELECT l.thread_id, l.owner, l.epoch FROM leases l
+            WHERE l.thread_id IN (SELECT c.id FROM unnest(cs) c WHERE c.owner IS NOT NULL)
+            ORDER BY l.thread_id FOR UPDATE SKIP LOCKED) x;
+    busy := ARRAY(
+      SELECT c.owner IS NOT NULL AND NOT c.id = ANY(COALESCE(l_ids, '{}'))
+             AND EXISTS (SELECT 1 FROM leases l WHERE l.thread_id = c.id)
+      FROM unnest(cs) c ORDER BY c.ord);
+    IF (SELECT count(DISTINCT c.id) FROM unnest(cs) c) <> cardinality(cs) THEN
+      PERFORM 1 FROM threads t WHERE t.id IN (SELECT c.id FROM unnest(cs) c) ORDER BY t.id FOR UPDATE;
+      RETURN QUERY SELECT * FROM troupe_append_each(p_commits);
+      RETURN;
+    END IF;
+    fenced := ARRAY(
+      SELECT c.owner IS NOT NULL AND NOT busy[c.ord + 1] AND (l.id IS NULL OR l.owner <> c.owner OR l.epoch <> c.epoch)
+      FROM unnest(cs) c
+      LEFT JOIN unnest(l_ids, l_owners, l_epochs) AS l(id, owner, epoch) ON l.id = c.id
+      ORDER BY c.ord);
+
+    INSERT INTO threads AS t (id, rev, size, created_at, updated_at, metadata)
+      SELECT c.id, 0, 0, c.created, c.updated, c.metadata FROM unnest(cs) c
+      WHERE c.expected = 0 AND NOT fenced[c.ord + 1] AND NOT busy[c.ord + 1] ORDER BY c.id
+      ON CONFLICT (id) DO NOTHING;
+    SELECT array_agg(x.id), array_agg(x.rev), array_agg(x.size) INTO t_ids, t_revs, t_sizes
+      FROM (SELECT t.id, t.rev, t.size FROM threads t
+            WHERE t.id IN (SELECT c.id FROM unnest(cs) c WHERE NOT fenced[c.ord + 1] AND NOT busy[c.ord + 1])
+            ORDER BY t.id FOR UPDATE SKIP LOCKED) x;
+    busy := ARRAY(
+      SELECT busy[c.ord + 1] OR (NOT fenced[c.ord + 1] AND NOT c.id = ANY(COALESCE(t_ids, '{}'))
+                                 AND EXISTS (SELECT 1 FROM threads t WHERE t.id = c.id))
+      FROM unnest(cs) c ORDER BY c.ord);
+
+    SELECT array_agg(s.ord ORDER BY s.ord), array_agg(s.status ORDER BY s.ord), array_agg(s.stored_rev ORDER BY s.ord),
+           array_agg(s.stored_size ORDER BY s.ord), array_agg(s.holder ORDER BY s.ord)
+      INTO a_ord, a_status, a_rev, a_size, a_holder
+      FROM (
+        SELECT d.ord, d.status,
+               CASE d.status WHEN 'fenced' THEN COALESCE(d.epoch, 0) WHEN 'ok' THEN d.rev
+                             ELSE COALESCE(d.cur_rev, 0) END AS stored_rev,
+               CASE d.status WHEN 'fenced' THEN 0 WHEN 'ok' THEN d.size ELSE COALESCE(d.cur_size, 0) END AS stored_size,
+               CASE d.status WHEN 'fenced' THEN COALESCE(d.owner, '') ELSE '' END AS holder
+        FROM (
+          SELECT c.ord, c.rev, c.size, t.rev AS cur_rev, t.size AS cur_size, l.epoch, l.owner,
+                 CASE WHEN busy[c.ord + 1] THEN 'busy'
+                      WHEN fenced[c.ord + 1] THEN 'fenced'
+                      WHEN t.id IS NULL OR t.rev <> c.expected OR c.size < t.size THEN 'conflict'
+                      WHEN t.size <> c.first THEN 'resend'
+                      ELSE 'ok' END AS status
+          FROM unnest(cs) c
+          LEFT JOIN unnest(t_ids, t_revs, t_sizes) AS t(id, rev, size) ON t.id = c.id
+          LEFT JOIN unnest(l_ids, l_owners, l_epochs) AS l(id, owner, epoch) ON l.id = c.id
+        ) d
+      ) s;
+    ok := ARRAY(SELECT x = 'ok' FROM unnest(a_status) x);
+
+    INSERT INTO entries (thread_id, seq, id, at, kind, payload, refs)
+      SELECT c.id, e.seq, e.id, e.at, e.kind, e.payload::json, e.refs::json
+      FROM unnest(cs) c,
+           json_to_recordset(c.entries) AS e(seq bigint, id text, at bigint, kind text, payload text, refs text)
+      WHERE ok[c.ord + 1];
+    UPDATE threads t SET rev = c.rev, size = c.size, updated_at = c.updated, metadata = c.metadata
+      FROM unnest(cs) c WHERE t.id = c.id AND ok[c.ord + 1];
+    UPDATE conversations v
+      SET last_message_at = GREATEST(v.last_message_at, COALESCE(c.last_message_at, 0)),
+          title = CASE WHEN v.title = '' AND c.title IS NOT NULL THEN c.title ELSE v.title END,
+          updated_at = c.now
+      FROM unnest(cs) c
+      WHERE v.thread_id = c.id AND ok[c.ord + 1] AND (c.last_message_at IS NOT NULL OR c.title IS NOT NULL);
+    UPDATE leases l SET expires_at = GREATEST(l.expires_at, c.lease_until)
+      FROM unnest(cs) c
+      WHERE l.thread_id = c.id AND ok[c.ord + 1] AND c.owner IS NOT NULL AND l.expires_at < c.lease_until;
+
+    RETURN QUERY SELECT * FROM unnest(a_ord, a_status, a_rev, a_size, a_holder);
+  END
+  $$;
+)",
 };
 static_assert(std::size(migrations) == schema_version);
 
@@ -548,7 +666,9 @@ void migrate(PGconn* c, int target) {
     result r = run(c, "BEGIN");
     if (!r.ok()) fail("migrate", r);
   }
-  for (const char* sql : {migration_lock, "CREATE TABLE IF NOT EXISTS troupe_schema (version integer NOT NULL)"}) {
+  // Another process's migration may hold the lock for as long as it takes:
+  // that is worth waiting for, where a thread's row held elsewhere is not.
+  for (const char* sql : {"SET LOCAL lock_timeout = 0", migration_lock, "CREATE TABLE IF NOT EXISTS troupe_schema (version integer NOT NULL)"}) {
     result r = run(c, sql);
     if (!r.ok()) fail("migrate", r);
   }

@@ -44,6 +44,10 @@ struct postgres_options {
   // "timeout" store error). A conninfo that sets connect_timeout wins.
   std::chrono::seconds connect_timeout{10};
   std::chrono::milliseconds statement_timeout{30'000};
+  // A row held by another transaction (a stuck session, an open psql) is
+  // waited for this long: past it, the commit that needs it fails alone
+  // with a "timeout", and the rest of its batch does not wait at all.
+  std::chrono::milliseconds lock_timeout{2'000};
   // Commits from agents (append_queued), and lease takes at load
   // (acquire_lease_queued), sent in one call at most.
   std::size_t max_batch = 1000;
@@ -96,7 +100,7 @@ class postgres_store final : public thread_store, public conversation_store {
                                                    const boost::json::value& value) override;
   stored<void> delete_conversation(const std::string& conversation_id) override;
 
-  static constexpr int schema_version = 6;
+  static constexpr int schema_version = 7;
 
  private:
   stored<std::uint64_t> append_as(const thread_view& t, std::uint64_t expected_rev, const thread_lease* fence);

@@ -12,6 +12,9 @@ store_error result::error(PGconn* c, const std::string& what) const {
   if (state && std::string_view(state) == "23505") return store_error{"conflict", what + ": " + message};
   // query_canceled: the statement ran past statement_timeout, and the server undid it.
   if (state && std::string_view(state) == "57014") return store_error{"timeout", what + ": " + message};
+  // lock_not_available: a row it needed was held by another transaction past lock_timeout.
+  if (state && std::string_view(state) == "55P03")
+    return store_error{"timeout", what + ": " + message + " (another transaction holds the row; nothing was written)"};
   return store_error{"io", what + ": " + message};
 }
 

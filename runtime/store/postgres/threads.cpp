@@ -220,8 +220,11 @@ std::size_t postgres_store::append_batch(std::vector<postgres::queued_append>& b
     const std::string status = r.text(i, 1);
     if (status == "ok")
       answer(a, a.t.rev());
-    else if (status == "resend")
-      resend.push_back(&a);  // a thread restored with rev > size: append_as finds the right seq
+    else if (status == "resend" || status == "busy")
+      // resend: a thread restored with rev > size, append_as finds the right
+      // seq; busy: its row is held by another transaction, and append_as
+      // waits for it no longer than lock_timeout.
+      resend.push_back(&a);
     else if (auto e = refusal(status, r.text(i, 2), r.text(i, 4), a.t, a.expected_rev, a.fence ? &*a.fence : nullptr))
       answer(a, *e);
     else

@@ -4,9 +4,13 @@
 
 #include "runtime/store/postgres/migrations.hpp"
 #include "runtime/store/postgres/result.hpp"
+#include "support/detached.hpp"
 #include "support/store_cases.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <future>
+#include <memory>
 
 using namespace troupe;
 using namespace troupe::testing;
@@ -275,4 +279,76 @@ TEST_CASE("a PostgreSQL batch of lease releases gives up what releasing them one
     CHECK(by_set == outcome(releases, false));
     CHECK(by_set == "given-up A 1 0\nmine A 3 0\nolder A 5 900\ntaken-over B 4 900\ntwice A 2 0\n");
   });
+}
+
+namespace {
+
+// A commit of one note at seq `first` to a thread at rev `first`, as an
+// element of troupe_append_batch's argument.
+std::string one_note_commit(const std::string& id, int first) {
+  const std::string next = std::to_string(first + 1);
+  return "{\"id\":\"" + id + "\",\"expected\":" + std::to_string(first) + ",\"rev\":" + next + ",\"size\":" + next +
+         ",\"created\":1,\"updated\":2,\"metadata\":{},\"first\":" + std::to_string(first) +
+         ",\"entries\":[{\"seq\":" + std::to_string(first) + ",\"id\":\"" + id + "-" + next +
+         "\",\"at\":2,\"kind\":\"note\",\"payload\":\"{}\",\"refs\":\"{}\"}],\"last_message_at\":null,\"title\":null,"
+         "\"now\":3}";
+}
+
+}  // namespace
+
+// A row locked by another session (a stuck process, an operator's open
+// transaction) must fail the one commit that needs it, not every commit
+// queued beside and behind it.
+TEST_CASE("a thread whose row another session holds fails alone, and the rest of its batch commits") {
+  postgres_options options;
+  options.statement_timeout = std::chrono::seconds(60);  // longer than any bound below: only a lock wait is cut
+  options.lock_timeout = std::chrono::milliseconds(200);
+  postgres_backend backend(options);
+  REQUIRE_BACKEND(backend);
+  sequential_ids ids;
+  std::vector<thread> ts;
+  for (const char* id : {"held", "free-a", "free-b"}) {
+    ts.emplace_back(id, 1);
+    commit(backend.threads(), ts.back(), {note(1)}, 1, ids);
+  }
+  backend.sql([&](PGconn* holder) {
+    REQUIRE(postgres::run(holder, "BEGIN").ok());
+    REQUIRE(postgres::run(holder, "SELECT 1 FROM threads WHERE id = 'held' FOR UPDATE").rows() == 1);
+
+    SECTION("the batch function skips the held row and answers it busy") {
+      backend.sql([&](PGconn* c) {
+        REQUIRE(postgres::run(c, "SET statement_timeout = 10000").ok());
+        const std::string batch =
+            "[" + one_note_commit("held", 1) + "," + one_note_commit("free-a", 1) + "]";
+        postgres::result r =
+            postgres::run(c, "SELECT ord || ' ' || status FROM troupe_append_batch($1::json) ORDER BY ord", {batch});
+        INFO(PQerrorMessage(c));
+        REQUIRE(r.ok());
+        REQUIRE(r.rows() == 2);
+        CHECK(r.text(0, 0) == "0 busy");
+        CHECK(r.text(1, 0) == "1 ok");
+      });
+    }
+    SECTION("queued commits: the others go in while the row is held, the held one gets a timeout") {
+      std::vector<std::future<stored<std::uint64_t>>> answers;
+      for (thread& t : ts) {
+        const std::uint64_t rev = t.rev();
+        t.append(note(2), 2, ids);
+        auto done = std::make_shared<std::promise<stored<std::uint64_t>>>();
+        answers.push_back(done->get_future());
+        backend.threads().append_queued(t, rev, nullptr,
+                                        [done](stored<std::uint64_t> r) { done->set_value(std::move(r)); });
+      }
+      for (auto& a : answers) REQUIRE(finishes(a));
+      const auto held = answers[0].get();
+      REQUIRE_FALSE(held.has_value());
+      CHECK(held.error().type == "timeout");
+      CHECK_THAT(held.error().message, Catch::Contains("lock timeout"));
+      CHECK(answers[1].get().has_value());
+      CHECK(answers[2].get().has_value());
+    }
+    REQUIRE(postgres::run(holder, "ROLLBACK").ok());
+  });
+  CHECK(backend.threads().load("free-a")->size() == 2);
+  CHECK(backend.threads().load("held")->size() == 1);  // nothing of the failed commit went in
 }
