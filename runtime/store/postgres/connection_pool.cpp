@@ -57,7 +57,16 @@ void connection_pool::checkin(PGconn* c) {
     discard(c);
     return;
   }
-  if (PQtransactionStatus(c) != PQTRANS_IDLE) run(c, "ROLLBACK");
+  // Still running a statement: its call gave up waiting for the answer
+  // (result::unanswered), so the connection is of no further use.
+  if (PQtransactionStatus(c) == PQTRANS_ACTIVE) {
+    discard(c);
+    return;
+  }
+  if (PQtransactionStatus(c) != PQTRANS_IDLE && !run(c, "ROLLBACK").ok()) {
+    discard(c);
+    return;
+  }
   std::lock_guard lock(mutex_);
   if (!waiters_.empty()) {
     waiter* next = waiters_.front();
@@ -101,7 +110,7 @@ std::string options_of(const std::string& conninfo) {
 
 connection_pool::opener connect_to(std::string conninfo, std::chrono::seconds connect_timeout,
                                    std::chrono::milliseconds statement_timeout,
-                                   std::chrono::milliseconds lock_timeout) {
+                                   std::chrono::milliseconds lock_timeout, std::chrono::milliseconds answer_grace) {
   // The settings go in the startup packet, not in a SET after it: PQreset
   // (checkout's, after the server dropped the connection) makes a new
   // session from the same parameters, and a SET would be lost with the old
@@ -109,14 +118,20 @@ connection_pool::opener connect_to(std::string conninfo, std::chrono::seconds co
   std::string options = "-c client_min_messages=warning -c statement_timeout=" +
                         std::to_string(statement_timeout.count()) +
                         " -c lock_timeout=" + std::to_string(lock_timeout.count()) + " " + options_of(conninfo);
+  // The server cancels a statement at statement_timeout and says so; an
+  // answer that has not come a grace period after that is not coming.
+  const std::chrono::milliseconds answer_timeout = statement_timeout + answer_grace;
   return [conninfo = std::move(conninfo), timeout = std::to_string(connect_timeout.count()),
-          options = std::move(options)](std::string& why) -> PGconn* {
+          options = std::move(options), answer_timeout](std::string& why) -> PGconn* {
     // connect_timeout first: what the conninfo (expanded from dbname) sets
     // comes after it and wins; options last, as they already hold the conninfo's.
     const char* keys[] = {"connect_timeout", "dbname", "options", nullptr};
     const char* values[] = {timeout.c_str(), conninfo.c_str(), options.c_str(), nullptr};
     PGconn* c = PQconnectdbParams(keys, values, 1);
-    if (PQstatus(c) == CONNECTION_OK) return c;
+    if (PQstatus(c) == CONNECTION_OK) {
+      set_answer_timeout(c, answer_timeout);
+      return c;
+    }
     why = trimmed_message(PQerrorMessage(c));
     PQfinish(c);
     return nullptr;

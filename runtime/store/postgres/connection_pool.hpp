@@ -3,7 +3,8 @@
 // served first come first served, so that under load no caller waits much
 // longer than the others. A connection the server dropped between calls is
 // reset before it is handed out (nothing was in flight on it, so that is
-// safe); one that broke during a call is closed and its slot passes on.
+// safe); one that broke during a call, or whose call gave up waiting for
+// the server, is closed and its slot passes on.
 
 #include "runtime/store/thread_store.hpp"
 
@@ -88,6 +89,7 @@ class connection_pool {
 connection_pool::opener connect_to(std::string conninfo,
                                    std::chrono::seconds connect_timeout = std::chrono::seconds(10),
                                    std::chrono::milliseconds statement_timeout = std::chrono::milliseconds(30'000),
-                                   std::chrono::milliseconds lock_timeout = std::chrono::milliseconds(2'000));
+                                   std::chrono::milliseconds lock_timeout = std::chrono::milliseconds(2'000),
+                                   std::chrono::milliseconds answer_grace = std::chrono::milliseconds(2'000));
 
 }  // namespace troupe::postgres

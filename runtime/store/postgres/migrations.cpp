@@ -685,7 +685,7 @@ void migrate(PGconn* c, int target) {
                              ", newer than this troupe's " + std::to_string(schema_version));
   }
   for (; version < std::min(target, schema_version); ++version) {
-    result r(PQexec(c, migrations[version]));  // several statements: the simple query protocol
+    result r = run_script(c, migrations[version]);
     if (!r.ok()) fail("migrate to schema version " + std::to_string(version + 1), r);
     result bump = run(c, "INSERT INTO troupe_schema (version) VALUES ($1)", {std::to_string(version + 1)});
     if (!bump.ok()) fail("migrate", bump);

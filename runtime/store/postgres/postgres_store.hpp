@@ -48,6 +48,12 @@ struct postgres_options {
   // waited for this long: past it, the commit that needs it fails alone
   // with a "timeout", and the rest of its batch does not wait at all.
   std::chrono::milliseconds lock_timeout{2'000};
+  // A server that stops answering (stopped, partitioned away) cancels
+  // nothing: each call gives up waiting this long after statement_timeout,
+  // fails with a "timeout", and drops its connection. A call that goes
+  // through the commit or lease queues may wait for its turn there too
+  // (set_queue_deadline), and for a new connection (connect_timeout).
+  std::chrono::milliseconds answer_grace{2'000};
   // Commits from agents (append_queued), and lease takes at load
   // (acquire_lease_queued), sent in one call at most.
   std::size_t max_batch = 1000;

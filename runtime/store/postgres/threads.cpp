@@ -213,6 +213,10 @@ std::size_t postgres_store::append_batch(std::vector<postgres::queued_append>& b
   const result r =
       run_batch(*pool_, "SELECT ord, status, stored_rev, stored_size, holder FROM troupe_append_batch($1::json)", batch,
                 [now](std::string& out, const postgres::queued_append& a) { append_commit_json(out, a, now); });
+  if (r.unanswered()) {  // the server is stuck: one by one, each commit would wait as long again
+    for (postgres::queued_append& a : batch) answer(a, r.error(nullptr, "append to " + a.t.id()));
+    return 1;
+  }
   if (!r.ok() || r.rows() != static_cast<int>(batch.size())) return one_by_one(all);
   std::vector<postgres::queued_append*> resend;
   for (int i = 0; i < r.rows(); ++i) {
@@ -303,6 +307,10 @@ std::size_t postgres_store::take_lease_batch(std::vector<postgres::queued_take>&
         out += "{\"id\":" + json_text(json::string(a.thread_id)) + ",\"owner\":" + json_text(json::string(a.owner)) +
                ",\"now\":" + std::to_string(a.now_ms) + ",\"until\":" + std::to_string(a.now_ms + a.ttl.count()) + "}";
       });
+  if (r.unanswered()) {  // the server is stuck: one by one, each take would wait as long again
+    for (postgres::queued_take& a : batch) answer(a, stored<thread_lease>(r.error(nullptr, "lease " + a.thread_id)));
+    return 1;
+  }
   if (!r.ok() || r.rows() != static_cast<int>(batch.size())) return one_by_one();
   for (int i = 0; i < r.rows(); ++i) {
     postgres::queued_take& a = batch.at(static_cast<std::size_t>(r.int64(i, 0)));
@@ -357,7 +365,8 @@ std::size_t postgres_store::release_lease_batch(std::vector<postgres::queued_rel
                                       ",\"owner\":" + json_text(json::string(a.held.owner)) +
                                       ",\"epoch\":" + std::to_string(a.held.epoch) + "}";
                              });
-  if (!r.ok()) return one_by_one();
+  // Not one by one when the server is stuck: each would wait as long again.
+  if (!r.ok() && !r.unanswered()) return one_by_one();
   for (postgres::queued_release& a : batch) answer(a, std::optional<store_error>());
   return 1;
 }

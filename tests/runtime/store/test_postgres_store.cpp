@@ -5,10 +5,12 @@
 #include "runtime/store/postgres/migrations.hpp"
 #include "runtime/store/postgres/result.hpp"
 #include "support/detached.hpp"
+#include "support/freezing_proxy.hpp"
 #include "support/store_cases.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <future>
 #include <memory>
 
@@ -351,4 +353,66 @@ TEST_CASE("a thread whose row another session holds fails alone, and the rest of
   });
   CHECK(backend.threads().load("free-a")->size() == 2);
   CHECK(backend.threads().load("held")->size() == 1);  // nothing of the failed commit went in
+}
+
+namespace {
+
+// The host and port a URI names.
+std::pair<std::string, int> address_of(const std::string& uri) {
+  std::pair<std::string, int> out{"127.0.0.1", 5432};
+  PQconninfoOption* parsed = PQconninfoParse(uri.c_str(), nullptr);
+  for (const PQconninfoOption* o = parsed; o && o->keyword; ++o) {
+    if (!o->val || !*o->val) continue;
+    if (std::string(o->keyword) == "host") out.first = o->val;
+    if (std::string(o->keyword) == "port") out.second = std::stoi(o->val);
+  }
+  PQconninfoFree(parsed);
+  return out;
+}
+
+}  // namespace
+
+// A server that is stopped (SIGSTOP) or cut off answers nothing and cancels
+// nothing, statement_timeout included: the store's own deadline must end
+// the call, and closing the store must not wait past it.
+TEST_CASE("a PostgreSQL server that stops answering fails calls with a timeout, and closing the store is not held") {
+  postgres_backend backend({}, postgres_backend::opening::later);
+  REQUIRE_BACKEND(backend);
+  const auto [host, port] = address_of(backend.uri());
+  freezing_proxy proxy(host, port);
+  postgres_options options;
+  options.connect_timeout = std::chrono::seconds(2);
+  options.statement_timeout = std::chrono::milliseconds(300);
+  options.answer_grace = std::chrono::milliseconds(300);
+  auto store = std::make_shared<postgres_store>(
+      backend.uri() + "&host=127.0.0.1&port=" + std::to_string(proxy.port()), options);
+  sequential_ids ids;
+  thread t("t1", 1);
+  commit(*store, t, {note(1)}, 1, ids);
+  proxy.freeze();
+  // The call's deadline is 0.6 s; the rest is room for a loaded machine.
+  constexpr auto bound = std::chrono::seconds(4);
+  const auto start = std::chrono::steady_clock::now();
+
+  SECTION("a read") {
+    auto loaded = on_detached_thread([store] { return store->load("t1"); });
+    REQUIRE(finishes(loaded));
+    CHECK(std::chrono::steady_clock::now() - start < bound);
+    const auto r = loaded.get();
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().type == "timeout");
+  }
+  SECTION("a queued commit, with the store closed behind it") {
+    t.append(note(2), 2, ids);
+    auto done = std::make_shared<std::promise<stored<std::uint64_t>>>();
+    auto answered = done->get_future();
+    store->append_queued(t, 1, nullptr, [done](stored<std::uint64_t> r) { done->set_value(std::move(r)); });
+    auto closed = on_detached_thread([store = std::move(store)]() mutable { store.reset(); });
+    REQUIRE(finishes(closed));
+    CHECK(std::chrono::steady_clock::now() - start < bound);
+    REQUIRE(answered.wait_for(std::chrono::seconds(0)) == std::future_status::ready);
+    const auto r = answered.get();
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().type == "timeout");
+  }
 }
