@@ -7,6 +7,7 @@
 #include "actors/runtime_impl.hpp"
 #include "actors/supervisor.hpp"
 #include "runtime/random_ids.hpp"
+#include "runtime/store/lease_holder.hpp"
 #include "runtime/store/memory_store.hpp"
 #include "runtime/telemetry/fanout_sink.hpp"
 #include "runtime/telemetry/otlp_exporter.hpp"
@@ -14,7 +15,6 @@
 
 #include <unistd.h>
 
-#include <cstring>
 #include <thread>
 #include <unordered_set>
 
@@ -26,12 +26,10 @@ reply failed(const std::string& request_id, const char* type, std::string messag
   return reply{request_id, error_info::of(type, std::move(message)), {}, 0};
 }
 
-// host/pid/random: readable in an "owned by" error, and never the same for two runtimes.
-std::string made_up_owner_id() {
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "host");
-  return std::string(host) + "/" + std::to_string(getpid()) + "/" + random_ids().next("rt");
-}
+// host/pid/start/random: readable in an "owned by" error, never the same for
+// two runtimes, and naming this process, so that after a crash the next
+// process on this host takes its threads at once (lease_holder.hpp).
+std::string made_up_owner_id() { return process_owner_id(getpid(), random_ids().next("rt")); }
 
 }  // namespace
 

@@ -1,12 +1,15 @@
 #include "runtime/store/thread_lease.hpp"
 
+#include "runtime/store/lease_holder.hpp"
+
 #include <algorithm>
 
 namespace troupe {
 
 stored<thread_lease> lease_taken(const std::optional<thread_lease>& current, const std::string& thread_id,
                                  const std::string& owner, std::int64_t now_ms, std::chrono::milliseconds ttl) {
-  if (current && current->owner != owner && current->expires_at_ms > now_ms)
+  // A live lease whose holder died on this host is taken at once, not waited out.
+  if (current && current->owner != owner && current->expires_at_ms > now_ms && !holder_is_gone(current->owner))
     return store_error{"owned", "thread " + thread_id + " is held by " + current->owner + " (epoch " +
                                     std::to_string(current->epoch) + ") for " +
                                     std::to_string(current->expires_at_ms - now_ms) + " ms more"};

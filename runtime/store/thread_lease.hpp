@@ -31,6 +31,7 @@ struct thread_lease {
 
 // The lease `owner` gets on taking `thread_id`, whose current lease is
 // `current` (none: never leased); or an "owned" error naming the live holder.
+// A holder that has died on this host (lease_holder.hpp) does not count as live.
 stored<thread_lease> lease_taken(const std::optional<thread_lease>& current, const std::string& thread_id,
                                  const std::string& owner, std::int64_t now_ms, std::chrono::milliseconds ttl);
 

@@ -260,16 +260,37 @@ bool postgres_store::remove(const std::string& thread_id) {
 
 namespace {
 
-// A lease take's answer from troupe_take_lease(s)' row `row` (status, holder,
-// held_epoch, held_until from column `col` on): the lease, or lease_taken's
-// error naming the live holder.
-stored<thread_lease> lease_answer(const result& r, int row, int col, const std::string& thread_id,
-                                  const std::string& owner, std::int64_t now_ms, std::chrono::milliseconds ttl) {
-  const thread_lease held{r.text(row, col + 1), static_cast<std::uint64_t>(r.int64(row, col + 2)),
-                          r.int64(row, col + 3)};
+// The lease in troupe_take_lease(s)' row `row` (holder, held_epoch,
+// held_until from column `col` + 1 on).
+thread_lease held_lease(const result& r, int row, int col) {
+  return thread_lease{r.text(row, col + 1), static_cast<std::uint64_t>(r.int64(row, col + 2)), r.int64(row, col + 3)};
+}
+
+// A lease take's answer from troupe_take_lease(s)' row `row` (status from
+// column `col` on): the lease, or lease_taken's error naming the live
+// holder; nothing when the server found the holder's lease live but its
+// holder is a process of this host that has died (lease_holder.hpp), which
+// only this side can tell: the caller takes it over (take_over).
+std::optional<stored<thread_lease>> lease_answer(const result& r, int row, int col, const std::string& thread_id,
+                                                 const std::string& owner, std::int64_t now_ms,
+                                                 std::chrono::milliseconds ttl) {
+  const thread_lease held = held_lease(r, row, col);
   if (r.text(row, col) != "owned") return held;
   if (auto refused = lease_taken(held, thread_id, owner, now_ms, ttl); !refused) return refused.error();
-  return store_error{"internal", "troupe_take_lease refused " + thread_id + " against the rules of lease_taken"};
+  return std::nullopt;
+}
+
+// Takes `held` over for `owner`, with the next epoch, if it is still the
+// thread's lease; nothing if it changed hands meanwhile.
+std::optional<stored<thread_lease>> take_over(PGconn* c, const std::string& thread_id, const std::string& owner,
+                                              const thread_lease& held, std::int64_t until) {
+  result r = run(c,
+                 "UPDATE leases SET owner = $2, epoch = epoch + 1, expires_at = $5 "
+                 "WHERE thread_id = $1 AND owner = $3 AND epoch = $4 RETURNING epoch",
+                 {thread_id, owner, held.owner, std::to_string(held.epoch), std::to_string(until)});
+  if (!r.ok()) return r.error(c, "lease " + thread_id);
+  if (r.rows() == 0) return std::nullopt;
+  return thread_lease{owner, static_cast<std::uint64_t>(r.int64(0, 0)), until};
 }
 
 }  // namespace
@@ -280,11 +301,18 @@ stored<thread_lease> postgres_store::acquire_lease(const std::string& thread_id,
   if (!l) return l.failure();
   PGconn* c = l.get();
   // One round trip: the function locks the lease row, and takes it unless
-  // another owner's lease is live (lease_taken's rule; its error is made here).
-  result r = run(c, "SELECT status, holder, held_epoch, held_until FROM troupe_take_lease($1, $2, $3, $4)",
-                 {thread_id, owner, std::to_string(now_ms), std::to_string(now_ms + ttl.count())});
-  if (!r.ok()) return r.error(c, "lease " + thread_id);
-  return lease_answer(r, 0, 0, thread_id, owner, now_ms, ttl);
+  // another owner's lease is live (lease_taken's rule; its error is made
+  // here). A second when the holder has died: the take-over; and another
+  // try if the lease changed hands in between.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    result r = run(c, "SELECT status, holder, held_epoch, held_until FROM troupe_take_lease($1, $2, $3, $4)",
+                   {thread_id, owner, std::to_string(now_ms), std::to_string(now_ms + ttl.count())});
+    if (!r.ok()) return r.error(c, "lease " + thread_id);
+    if (auto answer = lease_answer(r, 0, 0, thread_id, owner, now_ms, ttl)) return std::move(*answer);
+    if (auto taken = take_over(c, thread_id, owner, held_lease(r, 0, 0), now_ms + ttl.count()))
+      return std::move(*taken);
+  }
+  return store_error{"owned", "thread " + thread_id + " changed hands while its dead holder's lease was taken over"};
 }
 
 void postgres_store::acquire_lease_queued(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
@@ -314,7 +342,8 @@ std::size_t postgres_store::take_lease_batch(std::vector<postgres::queued_take>&
   if (!r.ok() || r.rows() != static_cast<int>(batch.size())) return one_by_one();
   for (int i = 0; i < r.rows(); ++i) {
     postgres::queued_take& a = batch.at(static_cast<std::size_t>(r.int64(i, 0)));
-    answer(a, lease_answer(r, i, 1, a.thread_id, a.owner, a.now_ms, a.ttl));
+    auto taken = lease_answer(r, i, 1, a.thread_id, a.owner, a.now_ms, a.ttl);
+    answer(a, taken ? std::move(*taken) : acquire_lease(a.thread_id, a.owner, a.now_ms, a.ttl));
   }
   return 1;
 }

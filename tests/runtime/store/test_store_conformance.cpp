@@ -6,7 +6,11 @@
 
 #include <catch2/catch.hpp>
 
+#include "runtime/store/lease_holder.hpp"
 #include "runtime/store/store_executor.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <future>
 #include <mutex>
@@ -614,4 +618,65 @@ TEMPLATE_TEST_CASE("a durable store keeps everything across a reopen, as after a
   CHECK(loaded->rev() == 50);
   for (std::uint64_t i = 0; i < 50; ++i) CHECK(loaded->at_seq(i)->payload.at("n") == static_cast<std::int64_t>(i));
   CHECK(*backend.conversations().get_or_create_conversation({"u", "cli", "x"}) == *c);
+}
+
+namespace {
+
+// The owner id a process of this host that has since exited made: a child
+// forked, named while it runs (or waits to be reaped), then reaped.
+std::string exited_process_owner_id() {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  REQUIRE(child > 0);
+  std::string owner = process_owner_id(child, "rt-crashed");
+  REQUIRE(waitpid(child, nullptr, 0) == child);
+  return owner;
+}
+
+}  // namespace
+
+// A crash leaves its leases live until they expire; the next process on
+// the same host must not be refused for the rest of the ttl.
+TEMPLATE_TEST_CASE("a lease whose holder died on this host is taken at once, and a live holder's is refused",
+                   "[store][leases]", memory_backend, sqlite_backend, postgres_backend) {
+  TestType backend;
+  REQUIRE_BACKEND(backend);
+  thread_store& store = backend.threads();
+  const std::chrono::milliseconds ttl(60'000);
+  const std::string next = process_owner_id(::getpid(), "rt-next");
+  const std::string host = next.substr(0, next.find('/'));
+
+  SECTION("a holder that has exited") {
+    const std::string dead = exited_process_owner_id();
+    REQUIRE(store.acquire_lease("t", dead, 1'000, ttl));
+    auto taken = store.acquire_lease("t", next, 2'000, ttl);
+    INFO((taken ? std::string("taken") : taken.error().message));
+    REQUIRE(taken);
+    CHECK(*taken == thread_lease{next, 2, 2'000 + ttl.count()});
+  }
+  SECTION("a holder whose pid another process has since") {
+    const auto start = process_start_time(::getpid());
+    REQUIRE(start);
+    const std::string before = host + "/" + std::to_string(::getpid()) + "/" + std::to_string(*start + 1) + "/rt-old";
+    REQUIRE(store.acquire_lease("t", before, 1'000, ttl));
+    auto taken = store.acquire_lease("t", next, 2'000, ttl);
+    REQUIRE(taken);
+    CHECK(taken->epoch == 2);
+  }
+  SECTION("a live holder: this process, another runtime in it") {
+    REQUIRE(store.acquire_lease("t", process_owner_id(::getpid(), "rt-other"), 1'000, ttl));
+    auto refused = store.acquire_lease("t", next, 2'000, ttl);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().type == "owned");
+  }
+  SECTION("a holder on another host, or named by its embedder, is not judged") {
+    const std::string dead = exited_process_owner_id();
+    for (const std::string& holder : {"elsewhere.invalid" + dead.substr(dead.find('/')), std::string("worker-1")}) {
+      const std::string id = "t-" + holder;
+      REQUIRE(store.acquire_lease(id, holder, 1'000, ttl));
+      auto refused = store.acquire_lease(id, next, 2'000, ttl);
+      REQUIRE_FALSE(refused);
+      CHECK(refused.error().type == "owned");
+    }
+  }
 }

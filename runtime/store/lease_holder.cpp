@@ -1,0 +1,83 @@
+#include "runtime/store/lease_holder.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+#include <string_view>
+#include <vector>
+
+namespace troupe {
+
+namespace {
+
+std::string this_host() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) return "host";
+  return host;
+}
+
+std::optional<std::uint64_t> number(std::string_view text) {
+  std::uint64_t out = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return out;
+}
+
+// /proc/<pid>/stat's fields after the command name (which may hold spaces
+// and parentheses, so it is cut at its last ')'): state first (field 3).
+std::optional<std::vector<std::string>> stat_fields(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return std::nullopt;
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(line.substr(close + 1));
+  std::vector<std::string> fields;
+  for (std::string f; rest >> f;) fields.push_back(std::move(f));
+  return fields;
+}
+
+constexpr std::size_t state_field = 0;   // field 3
+constexpr std::size_t start_field = 19;  // field 22
+
+}  // namespace
+
+std::optional<std::uint64_t> process_start_time(pid_t pid) {
+  const auto fields = stat_fields(pid);
+  if (!fields || fields->size() <= start_field) return std::nullopt;
+  return number((*fields)[start_field]);
+}
+
+std::string process_owner_id(pid_t pid, const std::string& unique) {
+  const auto start = process_start_time(pid);
+  return this_host() + "/" + std::to_string(pid) + "/" + (start ? std::to_string(*start) + "/" : "") + unique;
+}
+
+bool holder_is_gone(const std::string& owner) {
+  std::vector<std::string_view> parts;
+  for (std::string_view rest = owner;;) {
+    const auto slash = rest.find('/');
+    parts.push_back(rest.substr(0, slash));
+    if (slash == std::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+  if (parts.size() != 3 && parts.size() != 4) return false;
+  const auto pid = number(parts[1]);
+  const auto recorded_start = parts.size() == 4 ? number(parts[2]) : std::nullopt;
+  if (!pid || *pid == 0 || *pid > INT32_MAX || (parts.size() == 4 && !recorded_start)) return false;
+  if (parts[0] != this_host()) return false;
+  const auto p = static_cast<pid_t>(*pid);
+  if (const auto fields = stat_fields(p); fields && fields->size() > start_field) {
+    const std::string& state = (*fields)[state_field];
+    if (state == "Z" || state == "X") return true;  // exited, not yet reaped
+    return recorded_start && number((*fields)[start_field]) != recorded_start;
+  }
+  // No /proc entry: gone if the kernel says so; EPERM means it runs.
+  return kill(p, 0) != 0 && errno == ESRCH;
+}
+
+}  // namespace troupe
