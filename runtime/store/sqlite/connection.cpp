@@ -1,16 +1,27 @@
 #include "runtime/store/sqlite/connection.hpp"
 
+#include <filesystem>
 #include <stdexcept>
 
 namespace troupe::sqlite {
 
-connection::connection(const std::string& path, int flags) {
+connection::connection(const std::string& path, int flags, std::chrono::milliseconds busy_timeout)
+    : file_name_(std::filesystem::path(path).filename().string()), busy_timeout_(busy_timeout) {
   if (sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
     const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
     throw std::runtime_error("cannot open the store " + path + ": " + why);
   }
-  sqlite3_busy_timeout(db_, 5000);
+  sqlite3_busy_timeout(db_, static_cast<int>(busy_timeout.count()));
+}
+
+store_error connection::io_error(const std::string& what) const {
+  if ((sqlite3_extended_errcode(db_) & 0xff) != SQLITE_BUSY) return store_error{"io", what + ": " + sqlite3_errmsg(db_)};
+  return store_error{"io", what + ": the store file " + file_name_ + " stayed locked by another process for " +
+                               std::to_string(busy_timeout_.count()) +
+                               " ms (SQLite: database is locked). A process holding a transaction open on a SQLite "
+                               "file (paused, stopped in a debugger, stuck) blocks every writer on it; for several "
+                               "processes on one store, use PostgreSQL"};
 }
 
 connection::~connection() {

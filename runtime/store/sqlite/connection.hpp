@@ -7,6 +7,7 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -17,8 +18,9 @@ namespace troupe::sqlite {
 class connection {
  public:
   // Throws std::runtime_error with SQLite's message when the file cannot be
-  // opened.
-  connection(const std::string& path, int flags);
+  // opened. A statement that finds the file locked retries for `busy_timeout`.
+  connection(const std::string& path, int flags,
+             std::chrono::milliseconds busy_timeout = std::chrono::milliseconds(5'000));
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
@@ -31,10 +33,15 @@ class connection {
   bool run(const std::string& sql);
   // SQLite ends a transaction by itself on some errors (SQLITE_FULL, for one).
   bool in_transaction() const { return sqlite3_get_autocommit(db_) == 0; }
-  store_error io_error(const std::string& what) const { return store_error{"io", what + ": " + sqlite3_errmsg(db_)}; }
+  // SQLite's error as a store error. "database is locked" names the file
+  // (by its name only: the error may reach a client of troupe serve) and
+  // says what to do about it.
+  store_error io_error(const std::string& what) const;
 
  private:
   sqlite3* db_ = nullptr;
+  std::string file_name_;
+  std::chrono::milliseconds busy_timeout_;
   std::unordered_map<std::string, sqlite3_stmt*> statements_;
 };
 

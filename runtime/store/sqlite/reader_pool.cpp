@@ -1,6 +1,7 @@
 #include "runtime/store/sqlite/reader_pool.hpp"
 
 #include <exception>
+#include <filesystem>
 
 namespace troupe::sqlite {
 
@@ -16,7 +17,10 @@ std::unique_ptr<connection> reader_pool::take(std::string& why) {
   try {
     return std::make_unique<connection>(path_, SQLITE_OPEN_READONLY);
   } catch (const std::exception& e) {
+    // The file by its name only: a read's error may reach a client of troupe serve.
     why = e.what();
+    if (const auto at = why.find(path_); at != std::string::npos)
+      why.replace(at, path_.size(), std::filesystem::path(path_).filename().string());
     return nullptr;
   }
 }

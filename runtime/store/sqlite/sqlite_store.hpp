@@ -19,6 +19,7 @@
 #include "runtime/store/thread_lease.hpp"
 #include "runtime/store/thread_store.hpp"
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -38,6 +39,9 @@ struct sqlite_options {
   // commits. true: every transaction is fsynced before its commits return;
   // group commit then shares one fsync among all the commits it carries.
   bool sync_every_commit = false;
+  // How long the writer retries a file another process has locked (a write
+  // transaction of its own) before the commit fails with an io error.
+  std::chrono::milliseconds busy_timeout{5'000};
 };
 
 class sqlite_store final : public thread_store, public conversation_store {

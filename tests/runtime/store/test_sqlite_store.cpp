@@ -26,11 +26,36 @@ TEST_CASE("a SQLite read that cannot open a reader connection is an io error, no
   auto loaded = backend.store->load("t1");
   REQUIRE(!loaded.has_value());
   CHECK(loaded.error().type == "io");
-  CHECK_THAT(loaded.error().message, Catch::Contains("cannot open the store"));
+  CHECK_THAT(loaded.error().message, Catch::Contains("cannot open the store " + backend.path.filename().string()));
+  // Named by its name only: the error may reach a client of troupe serve.
+  CHECK_THAT(loaded.error().message, !Catch::Contains(backend.path.parent_path().string()));
   auto found = backend.store->find_conversation("conv-1");
   REQUIRE(!found.has_value());
   CHECK(found.error().type == "io");
   CHECK(backend.store->list().empty());
+}
+
+// A process paused or stuck inside a write transaction holds the file's
+// write lock: every writer on the file waits, then fails. The error must
+// say which file and what to do, without the path a serve client must not see.
+TEST_CASE("a SQLite file another process holds locked fails commits with an error naming the file and PostgreSQL") {
+  sqlite_backend backend(sqlite_options{.busy_timeout = std::chrono::milliseconds(100)});
+  sqlite3* other = nullptr;
+  REQUIRE(sqlite3_open(backend.path.string().c_str(), &other) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);
+
+  sequential_ids ids;
+  thread t("t1", 1);
+  t.append(note(1), 1, ids);
+  auto r = backend.threads().append(t, 0);
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().type == "io");
+  CHECK_THAT(r.error().message, Catch::Contains("the store file " + backend.path.filename().string()));
+  CHECK_THAT(r.error().message, Catch::Contains("database is locked"));
+  CHECK_THAT(r.error().message, Catch::Contains("use PostgreSQL"));
+  CHECK_THAT(r.error().message, !Catch::Contains(backend.path.parent_path().string()));
 }
 
 TEST_CASE("the SQLite store batches concurrent commits into shared transactions") {
