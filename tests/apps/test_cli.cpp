@@ -567,7 +567,9 @@ TEST_CASE("troupe processes asking on one thread at once: one writes at a time, 
   }
 }
 
-TEST_CASE("a troupe process killed mid-turn: another takes its thread over once the lease runs out") {
+// Its lease is live for another minute, but it names a process of this
+// host that is gone: the next process need not wait it out.
+TEST_CASE("a troupe process killed mid-turn: the next process on this host takes its thread over at once") {
   temp_db db;
   echo_script script;
   const auto slow =
@@ -580,7 +582,7 @@ TEST_CASE("a troupe process killed mid-turn: another takes its thread over once 
     const int devnull = ::open("/dev/null", O_WRONLY);
     ::dup2(devnull, 1);
     ::dup2(devnull, 2);
-    ::execl(TROUPE_BINARY, TROUPE_BINARY, "ask", "--lease-ttl", "2", "--thread", "t", "--store", db.uri().c_str(),
+    ::execl(TROUPE_BINARY, TROUPE_BINARY, "ask", "--lease-ttl", "60", "--thread", "t", "--store", db.uri().c_str(),
             "--script", slow.c_str(), "first question", static_cast<char*>(nullptr));
     ::_exit(127);
   }
@@ -591,25 +593,12 @@ TEST_CASE("a troupe process killed mid-turn: another takes its thread over once 
   }
   ::kill(owner, SIGKILL);
   ::waitpid(owner, nullptr, 0);
-  const auto killed_at = std::chrono::steady_clock::now();
 
-  const std::string ask = "ask --json --thread t --store " + db.uri() + " " + script.flags() + " ";
-  const run_result refused = run_troupe(ask + "'second question'");
-  CHECK(refused.exit_code == 1);
-  CHECK(json::parse(refused.out).at("error").at("type") == "thread_owned_elsewhere");
-
-  // Within the lease time (2 s) of the kill, it is free.
-  json::value taken;
-  for (;;) {
-    const run_result r = run_troupe(ask + "'second question'");
-    if (r.exit_code == 0) {
-      taken = json::parse(r.out);
-      break;
-    }
-    REQUIRE(json::parse(r.out).at("error").at("type") == "thread_owned_elsewhere");
-    REQUIRE(std::chrono::steady_clock::now() - killed_at < std::chrono::seconds(10));
-  }
-  CHECK(taken.at("answer") == "Noted.");
+  const run_result r = run_troupe("ask --json --thread t --store " + db.uri() + " " + script.flags() +
+                                  " 'second question'");
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(json::parse(r.out).at("answer") == "Noted.");
   const json::array entries = stored_entries(db.uri(), "t");
   check_contiguous(entries);
   REQUIRE(entries.size() == 3);  // the killed owner's question, then the new turn
