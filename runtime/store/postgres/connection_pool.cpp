@@ -2,6 +2,8 @@
 
 #include "runtime/store/postgres/result.hpp"
 
+#include <cstdlib>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -93,17 +95,20 @@ void connection_pool::discard(PGconn* c) {
 
 namespace {
 
-// The options (server settings, "-c name=value ...") the conninfo sets, if
-// any: the store's are added to them rather than put in their place.
+// The options (server settings, "-c name=value ...") the conninfo sets, or
+// else PGOPTIONS (which an options keyword would silence): the store's are
+// added to them rather than put in their place.
 std::string options_of(const std::string& conninfo) {
   char* error = nullptr;
   PQconninfoOption* parsed = PQconninfoParse(conninfo.c_str(), &error);
   PQfreemem(error);
-  std::string out;
+  std::optional<std::string> out;
   for (const PQconninfoOption* o = parsed; o && o->keyword; ++o)
     if (std::string_view(o->keyword) == "options" && o->val) out = o->val;
   PQconninfoFree(parsed);
-  return out;
+  if (out) return *out;
+  const char* env = std::getenv("PGOPTIONS");
+  return env ? env : "";
 }
 
 }  // namespace

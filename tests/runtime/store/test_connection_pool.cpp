@@ -9,6 +9,9 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cstdlib>
+#include <string>
+#include <utility>
 #include <memory>
 #include <stdexcept>
 
@@ -68,5 +71,21 @@ TEST_CASE("a connection made again by PQreset keeps its statement_timeout") {
   postgres::result path = run(c, "SHOW search_path");
   REQUIRE(path.ok());
   CHECK(path.text(0, 0).rfind("troupe_test_", 0) == 0);
+  PQfinish(c);
+}
+
+TEST_CASE("a conninfo without options of its own keeps those of PGOPTIONS beside the store's") {
+  postgres_backend backend;  // for the skip; the server's own URI sets no options
+  REQUIRE_BACKEND(backend);
+  ::setenv("PGOPTIONS", "-c work_mem=1234kB", 1);
+  std::string why;
+  PGconn* c = connect_to(std::getenv("TROUPE_TEST_POSTGRES"))(why);
+  ::unsetenv("PGOPTIONS");
+  REQUIRE(c);
+  for (const auto& [setting, value] : {std::pair{"work_mem", "1234kB"}, std::pair{"statement_timeout", "30s"}}) {
+    postgres::result r = run(c, (std::string("SHOW ") + setting).c_str());
+    REQUIRE(r.ok());
+    CHECK(r.text(0, 0) == value);
+  }
   PQfinish(c);
 }
