@@ -14,9 +14,26 @@ namespace troupe {
 
 namespace {
 
-std::string this_host() {
+// This host as owner ids name it: its name, and its pid namespace unless
+// that is the initial one. A container's pids are not the host's, and
+// containers on the host's network share its name as well.
+std::string host_id() {
   char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0) return "host";
+  std::string out = gethostname(host, sizeof host - 1) == 0 ? host : "host";
+  char link[64] = {};
+  const ssize_t n = readlink("/proc/self/ns/pid", link, sizeof link - 1);
+  const std::string_view ns(link, n > 0 ? static_cast<std::size_t>(n) : 0);  // pid:[inode]
+  const auto open = ns.find('['), close = ns.rfind(']');
+  constexpr std::string_view initial = "4026531836";  // PROC_PID_INIT_INO
+  if (open != std::string_view::npos && close != std::string_view::npos && close > open) {
+    const std::string_view inode = ns.substr(open + 1, close - open - 1);
+    if (inode != initial) out += "~" + std::string(inode);
+  }
+  return out;
+}
+
+const std::string& this_host() {
+  static const std::string host = host_id();
   return host;
 }
 

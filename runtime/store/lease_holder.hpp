@@ -1,7 +1,9 @@
 #pragma once
 // A lease's holder as a process. The owner ids a runtime makes up name
 // their process: host/pid/start/unique, where start is the process's start
-// time (field 22 of /proc/<pid>/stat, in clock ticks since boot). A crash
+// time (field 22 of /proc/<pid>/stat, in clock ticks since boot) and host
+// the host name, with ~ and the pid namespace's inode after it in a
+// container that has its own. A crash
 // leaves the holder's leases live until they expire; a process on the same
 // host that finds one can tell that its holder has died, and take the
 // thread at once instead of waiting the lease out. The start time tells a
