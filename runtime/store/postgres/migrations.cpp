@@ -576,10 +576,12 @@ constexpr const char* migrations[] = {
       FROM (SELECT l.thread_id, l.owner, l.epoch FROM leases l
             WHERE l.thread_id IN (SELECT c.id FROM unnest(cs) c WHERE c.owner IS NOT NULL)
             ORDER BY l.thread_id FOR UPDATE SKIP LOCKED) x;
+    -- Joined, not searched with = ANY (which scans the array per commit);
+    -- the row is looked up only for a commit whose lease was not locked.
     busy := ARRAY(
-      SELECT c.owner IS NOT NULL AND NOT c.id = ANY(COALESCE(l_ids, '{}'))
-             AND EXISTS (SELECT 1 FROM leases l WHERE l.thread_id = c.id)
-      FROM unnest(cs) c ORDER BY c.ord);
+      SELECT c.owner IS NOT NULL AND l.id IS NULL AND EXISTS (SELECT 1 FROM leases x WHERE x.thread_id = c.id)
+      FROM unnest(cs) c LEFT JOIN unnest(l_ids) AS l(id) ON l.id = c.id
+      ORDER BY c.ord);
     IF (SELECT count(DISTINCT c.id) FROM unnest(cs) c) <> cardinality(cs) THEN
       PERFORM 1 FROM threads t WHERE t.id IN (SELECT c.id FROM unnest(cs) c) ORDER BY t.id FOR UPDATE;
       RETURN QUERY SELECT * FROM troupe_append_each(p_commits);
@@ -600,9 +602,10 @@ constexpr const char* migrations[] = {
             WHERE t.id IN (SELECT c.id FROM unnest(cs) c WHERE NOT fenced[c.ord + 1] AND NOT busy[c.ord + 1])
             ORDER BY t.id FOR UPDATE SKIP LOCKED) x;
     busy := ARRAY(
-      SELECT busy[c.ord + 1] OR (NOT fenced[c.ord + 1] AND NOT c.id = ANY(COALESCE(t_ids, '{}'))
-                                 AND EXISTS (SELECT 1 FROM threads t WHERE t.id = c.id))
-      FROM unnest(cs) c ORDER BY c.ord);
+      SELECT busy[c.ord + 1] OR (NOT fenced[c.ord + 1] AND t.id IS NULL
+                                 AND EXISTS (SELECT 1 FROM threads x WHERE x.id = c.id))
+      FROM unnest(cs) c LEFT JOIN unnest(t_ids) AS t(id) ON t.id = c.id
+      ORDER BY c.ord);
 
     SELECT array_agg(s.ord ORDER BY s.ord), array_agg(s.status ORDER BY s.ord), array_agg(s.stored_rev ORDER BY s.ord),
            array_agg(s.stored_size ORDER BY s.ord), array_agg(s.holder ORDER BY s.ord)
