@@ -594,8 +594,8 @@ TEST_CASE("a troupe process killed mid-turn: the next process on this host takes
   ::kill(owner, SIGKILL);
   ::waitpid(owner, nullptr, 0);
 
-  const run_result r = run_troupe("ask --json --thread t --store " + db.uri() + " " + script.flags() +
-                                  " 'second question'");
+  const run_result r =
+      run_troupe("ask --json --thread t --store " + db.uri() + " " + script.flags() + " 'second question'");
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
   CHECK(json::parse(r.out).at("answer") == "Noted.");

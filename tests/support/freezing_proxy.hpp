@@ -34,15 +34,16 @@ class freezing_proxy {
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof a;
-    if (listener_ < 0 || bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(listener_, 64) != 0 ||
-        getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    if (listener_ < 0 || bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        listen(listener_, 64) != 0 || getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
       throw std::runtime_error("freezing_proxy: cannot listen");
     port_ = ntohs(a.sin_port);
     acceptor_ = std::thread([this] { accept_loop(); });
   }
   ~freezing_proxy() {
     (void)!write(stop_[1], "x", 1);  // never read: readable for every thread from now on
-    acceptor_.join();  // the only one that starts pumps: they can be joined after it
+    // The acceptor is the only one that starts pumps: they can be joined after it.
+    acceptor_.join();
     for (std::thread& t : pumps_) t.join();
     for (int fd : fds_) close(fd);
     for (int fd : {listener_, freeze_[0], freeze_[1], stop_[0], stop_[1]}) close(fd);

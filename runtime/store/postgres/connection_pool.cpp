@@ -114,15 +114,15 @@ std::string options_of(const std::string& conninfo) {
 }  // namespace
 
 connection_pool::opener connect_to(std::string conninfo, std::chrono::seconds connect_timeout,
-                                   std::chrono::milliseconds statement_timeout,
-                                   std::chrono::milliseconds lock_timeout, std::chrono::milliseconds answer_grace) {
+                                   std::chrono::milliseconds statement_timeout, std::chrono::milliseconds lock_timeout,
+                                   std::chrono::milliseconds answer_grace) {
   // The settings go in the startup packet, not in a SET after it: PQreset
   // (checkout's, after the server dropped the connection) makes a new
   // session from the same parameters, and a SET would be lost with the old
   // one. The conninfo's own options come after the store's, so they win.
-  std::string options = "-c client_min_messages=warning -c statement_timeout=" +
-                        std::to_string(statement_timeout.count()) +
-                        " -c lock_timeout=" + std::to_string(lock_timeout.count()) + " " + options_of(conninfo);
+  std::string options =
+      "-c client_min_messages=warning -c statement_timeout=" + std::to_string(statement_timeout.count()) +
+      " -c lock_timeout=" + std::to_string(lock_timeout.count()) + " " + options_of(conninfo);
   // The server cancels a statement at statement_timeout and says so; an
   // answer that has not come a grace period after that is not coming.
   const std::chrono::milliseconds answer_timeout = statement_timeout + answer_grace;

@@ -16,8 +16,8 @@ bool is_postgres_uri(const std::string& uri) {
 
 postgres_store::postgres_store(const std::string& conninfo, options o)
     : pool_(std::make_unique<postgres::connection_pool>(
-          o.pool_size, postgres::connect_to(conninfo, o.connect_timeout, o.statement_timeout, o.lock_timeout,
-                                                 o.answer_grace))) {
+          o.pool_size,
+          postgres::connect_to(conninfo, o.connect_timeout, o.statement_timeout, o.lock_timeout, o.answer_grace))) {
   postgres::connection_pool::lease l(*pool_);
   if (!l) throw std::runtime_error("cannot connect to PostgreSQL: " + l.failure().message);
   postgres::migrate(l.get());

@@ -89,7 +89,8 @@ void nonblocking(PGconn* c) {
 }  // namespace
 
 void set_answer_timeout(PGconn* c, std::chrono::milliseconds timeout) {
-  if (!PQinstanceData(c, answer_timeout_slot)) PQregisterEventProc(c, answer_timeout_slot, "troupe answer timeout", nullptr);
+  if (!PQinstanceData(c, answer_timeout_slot))
+    PQregisterEventProc(c, answer_timeout_slot, "troupe answer timeout", nullptr);
   PQsetInstanceData(c, answer_timeout_slot, reinterpret_cast<void*>(static_cast<std::intptr_t>(timeout.count())));
 }
 

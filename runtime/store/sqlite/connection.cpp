@@ -16,7 +16,8 @@ connection::connection(const std::string& path, int flags, std::chrono::millisec
 }
 
 store_error connection::io_error(const std::string& what) const {
-  if ((sqlite3_extended_errcode(db_) & 0xff) != SQLITE_BUSY) return store_error{"io", what + ": " + sqlite3_errmsg(db_)};
+  if ((sqlite3_extended_errcode(db_) & 0xff) != SQLITE_BUSY)
+    return store_error{"io", what + ": " + sqlite3_errmsg(db_)};
   return store_error{"io", what + ": the store file " + file_name_ + " stayed locked by another process for " +
                                std::to_string(busy_timeout_.count()) +
                                " ms (SQLite: database is locked). A process holding a transaction open on a SQLite "

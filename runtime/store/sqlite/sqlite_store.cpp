@@ -9,8 +9,8 @@ namespace troupe {
 static_assert(sqlite_store::schema_version == sqlite::schema_version);
 
 sqlite_store::sqlite_store(const std::string& path, sqlite_options options)
-    : writer_(std::make_unique<sqlite::connection>(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                                                  options.busy_timeout)),
+    : writer_(
+          std::make_unique<sqlite::connection>(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, options.busy_timeout)),
       commits_([c = writer_.get()](const std::vector<sqlite::write_job*>& batch) {
         return sqlite::run_in_one_transaction(*c, batch);
       }),

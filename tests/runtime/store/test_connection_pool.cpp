@@ -10,10 +10,10 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <string>
-#include <utility>
 #include <memory>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 using namespace troupe;
 using namespace troupe::postgres;

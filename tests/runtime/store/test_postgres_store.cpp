@@ -320,8 +320,7 @@ TEST_CASE("a thread whose row another session holds fails alone, and the rest of
     SECTION("the batch function skips the held row and answers it busy") {
       backend.sql([&](PGconn* c) {
         REQUIRE(postgres::run(c, "SET statement_timeout = 10000").ok());
-        const std::string batch =
-            "[" + one_note_commit("held", 1) + "," + one_note_commit("free-a", 1) + "]";
+        const std::string batch = "[" + one_note_commit("held", 1) + "," + one_note_commit("free-a", 1) + "]";
         postgres::result r =
             postgres::run(c, "SELECT ord || ' ' || status FROM troupe_append_batch($1::json) ORDER BY ord", {batch});
         INFO(PQerrorMessage(c));
@@ -384,8 +383,8 @@ TEST_CASE("a PostgreSQL server that stops answering fails calls with a timeout, 
   options.connect_timeout = std::chrono::seconds(2);
   options.statement_timeout = std::chrono::milliseconds(300);
   options.answer_grace = std::chrono::milliseconds(300);
-  auto store = std::make_shared<postgres_store>(
-      backend.uri() + "&host=127.0.0.1&port=" + std::to_string(proxy.port()), options);
+  auto store =
+      std::make_shared<postgres_store>(backend.uri() + "&host=127.0.0.1&port=" + std::to_string(proxy.port()), options);
   sequential_ids ids;
   thread t("t1", 1);
   commit(*store, t, {note(1)}, 1, ids);
