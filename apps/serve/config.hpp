@@ -47,6 +47,10 @@ struct serve_limits {
   std::chrono::milliseconds header_timeout{std::chrono::seconds(10)};  // also the keep-alive idle time
   std::chrono::milliseconds body_timeout{std::chrono::seconds(30)};
   std::size_t max_stream_backlog_bytes = 8 << 20;  // unsent SSE bytes before a slow reader is dropped
+  // How long a write to a client may go without a byte taken before the
+  // connection is closed: a client that stops reading an answer or a stream
+  // would otherwise hold its connection (and what is queued for it) forever.
+  std::chrono::milliseconds write_timeout{std::chrono::seconds(30)};
   std::size_t max_listed = 100;                    // conversations per list, messages per conversation
   // Unfinished turns (running or queued) one user may have across all their
   // conversations: past it, 429 too_many_turns. Each conversation's own

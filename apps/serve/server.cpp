@@ -50,6 +50,8 @@ server::~server() { drain(); }
 
 std::uint16_t server::port() const { return listener_->port(); }
 
+std::size_t server::connections() const { return sessions_->size(); }
+
 void server::start() {
   listener_->start();
   for (std::size_t i = 0; i < config_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });

@@ -55,6 +55,8 @@ class server {
   // What GET /metrics exposes (fed by telemetry, the observers and the store).
   const serve_metrics& metrics() const { return *metrics_; }
   std::uint16_t port() const;
+  // Client connections open now.
+  std::size_t connections() const;
   bool draining() const { return draining_; }
 
   void start();

@@ -61,7 +61,10 @@ bool client_went_away(const beast::error_code& ec) {
 }  // namespace
 
 session::session(net::ip::tcp::socket socket, connection_context& ctx)
-    : stream_(std::move(socket)), read_deadline_(stream_.get_executor()), ctx_(ctx) {}
+    : stream_(std::move(socket)),
+      read_deadline_(stream_.get_executor()),
+      write_deadline_(stream_.get_executor()),
+      ctx_(ctx) {}
 
 session::~session() { ctx_.sessions.remove(this); }
 
@@ -212,7 +215,6 @@ void session::reply_now(http_response r) {
   phase_ = phase::finishing;
   if (drain_asked_ || ctx_.draining) keep_alive_ = false;
   r.keep_alive(keep_alive_);
-  stream_.expires_after(ctx_.limits.body_timeout);  // a client that does not read its answer
   queue(serialize(r));
 }
 
@@ -230,7 +232,8 @@ void session::start_stream(std::weak_ptr<event_stream> stream) {
     }
     self->phase_ = phase::streaming;
     self->stream_owner_ = std::move(stream);
-    self->stream_.expires_never();  // a slow reader is bounded by the backlog instead
+    // A slow reader is bounded by the backlog and the write deadline instead.
+    self->stream_.expires_never();
     self->queue(
         "HTTP/1.1 200 OK\r\nServer: troupe\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
         "X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n" +
@@ -279,6 +282,7 @@ void session::write_next() {
     return;
   }
   writing_ = true;
+  write_progressed();
   // Everything queued so far (up to a bound) goes in one write: a stream
   // whose events come faster than the client reads sends them together.
   // A deque's elements stay where they are as more are queued behind them.
@@ -287,7 +291,14 @@ void session::write_next() {
   pieces.reserve(std::min(out_.size(), most_pieces));
   for (auto it = out_.begin(); it != out_.end() && pieces.size() < most_pieces; ++it)
     pieces.push_back(net::buffer(*it));
-  net::async_write(stream_, pieces, [self = shared_from_this(), n = pieces.size()](beast::error_code ec, std::size_t) {
+  // Asked after every partial write: each one that took bytes is progress.
+  auto progress = [self = shared_from_this()](const beast::error_code& ec, std::size_t) -> std::size_t {
+    if (ec) return 0;
+    self->write_progressed();
+    return 64 * 1024;
+  };
+  net::async_write(stream_, pieces, std::move(progress),
+                   [self = shared_from_this(), n = pieces.size()](beast::error_code ec, std::size_t) {
     for (std::size_t i = 0; i < n; ++i) {
       self->backlog_ -= self->out_.front().size();
       self->out_.pop_front();
@@ -295,6 +306,29 @@ void session::write_next() {
     if (ec) return self->close();
     self->write_next();
   });
+}
+
+void session::write_progressed() {
+  last_write_progress_ = std::chrono::steady_clock::now();
+  // An armed deadline looks at the last progress when it fires.
+  if (!write_deadline_armed_) arm_write_deadline();
+}
+
+void session::arm_write_deadline() {
+  write_deadline_armed_ = true;
+  write_deadline_.expires_at(last_write_progress_ + ctx_.limits.write_timeout);
+  write_deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
+    self->write_deadline_armed_ = false;
+    if (!ec) self->on_write_deadline();
+  });
+}
+
+void session::on_write_deadline() {
+  if (phase_ == phase::closing || !writing_) return;
+  if (last_write_progress_ + ctx_.limits.write_timeout > std::chrono::steady_clock::now())
+    return arm_write_deadline();
+  close("the client read nothing of its answer for " + std::to_string(ctx_.limits.write_timeout.count()) +
+        " ms (write_timeout_seconds)");
 }
 
 void session::after_answer() {
@@ -331,6 +365,7 @@ void session::close(const std::string& why) {
   if (phase_ == phase::closing) return;
   phase_ = phase::closing;
   read_deadline_.cancel();
+  write_deadline_.cancel();
   notify_gone(why);
   beast::error_code ec;
   stream_.socket().shutdown(net::ip::tcp::socket::shutdown_both, ec);

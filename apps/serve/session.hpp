@@ -90,6 +90,12 @@ class session : public std::enable_shared_from_this<session> {
   void record(const http_request& req, const std::string& route, unsigned status) const;
   void queue(std::string bytes);
   void write_next();
+  // Every write has a deadline that each byte the client takes pushes back:
+  // a client that stops reading is disconnected write_timeout after its last
+  // progress, whether or not more is queued for it.
+  void write_progressed();
+  void arm_write_deadline();
+  void on_write_deadline();
   void after_answer();
   void watch_for_close();
   // Ends the connection; a stream still open learns `why` (its turn may be
@@ -100,6 +106,9 @@ class session : public std::enable_shared_from_this<session> {
   boost::beast::tcp_stream stream_;
   boost::asio::steady_timer read_deadline_;
   bool read_timed_out_ = false;
+  boost::asio::steady_timer write_deadline_;
+  bool write_deadline_armed_ = false;
+  std::chrono::steady_clock::time_point last_write_progress_;
   connection_context& ctx_;
   boost::beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;

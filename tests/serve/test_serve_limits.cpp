@@ -3,6 +3,9 @@
 
 #include "support/serve_fixture.hpp"
 
+#include <boost/asio/write.hpp>
+
+#include <functional>
 #include <future>
 #include <thread>
 
@@ -19,7 +22,40 @@ std::unique_ptr<http_client> open_held(serve_fixture& f, const std::string& chat
   return c;
 }
 
+// Polls (bounded) for what a server timer brings about.
+bool eventually(const std::function<bool()>& done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done())
+    if (std::chrono::steady_clock::now() > until) return false;
+    else std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return true;
+}
+
 }  // namespace
+
+TEST_CASE("serve: a client that stops reading its event stream") {
+  serve_fixture f("memory:", "", "write_timeout_seconds = 0.3\nmax_stream_backlog_bytes = 67108864\n");
+  SECTION("is disconnected once its writes make no progress for write_timeout, after its turn has ended") {
+    // A receive buffer a few KiB small, and nothing read: the turn's 16 MiB
+    // fill the sockets' buffers, and the server's write waits on the client.
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket sock(io);
+    sock.open(boost::asio::ip::tcp::v4());
+    sock.set_option(boost::asio::socket_base::receive_buffer_size(4096));
+    sock.connect({boost::asio::ip::make_address("127.0.0.1"), f.port()});
+    const std::string body = message_body("helper", "hold-firehose");
+    boost::asio::write(sock, boost::asio::buffer("POST /v1/conversations/web/c1/messages HTTP/1.1\r\nHost: x\r\n"
+                                                 "Authorization: Bearer " +
+                                                 alice_key +
+                                                 "\r\nAccept: text/event-stream\r\nContent-Type: "
+                                                 "application/json\r\nContent-Length: " +
+                                                 std::to_string(body.size()) + "\r\n\r\n" + body));
+    REQUIRE(f.model->wait_held("hold-firehose"));
+    REQUIRE(f.model->release("hold-firehose"));
+    REQUIRE(f.counter->wait_turns(1));
+    CHECK(eventually([&] { return f.server->connections() == 0; }));
+  }
+}
 
 TEST_CASE("serve: limits") {
   SECTION("a body over the limit is a 413") {
