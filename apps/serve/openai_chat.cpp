@@ -286,6 +286,30 @@ std::string usage_chunk_json(const completion_header& h, const token_usage& usag
   return json_text(o);
 }
 
+namespace {
+
+void append_escaped(std::string& out, std::string_view part) {
+  for (char c : part) {
+    if (c == '%')
+      out += "%25";
+    else if (c == '/')
+      out += "%2F";
+    else
+      out += c;
+  }
+}
+
+}  // namespace
+
+std::string conversation_identifier(std::string_view user, std::string_view chat) {
+  std::string out;
+  out.reserve(user.size() + chat.size() + 1);
+  append_escaped(out, user);
+  out += '/';
+  append_escaped(out, chat);
+  return out;
+}
+
 openai_error turn_error(std::string_view type, std::string_view message) {
   // The status is the one the conversations API answers with; the type is
   // OpenAI's name for that kind of failure.

@@ -99,6 +99,12 @@ std::string content_chunk_json(const completion_header& h, std::string_view text
 std::string finish_chunk_json(const completion_header& h, bool with_usage_field);
 std::string usage_chunk_json(const completion_header& h, const token_usage& usage);
 
+// The stored conversation's identifier for a caller's `user` and chat (the
+// X-Troupe-Conversation header): the two joined by '/', each with '%' and
+// '/' escaped as %25 and %2F, so that no two pairs share a conversation. A
+// pair with neither character keeps the plain "USER/CHAT" form.
+std::string conversation_identifier(std::string_view user, std::string_view chat);
+
 // The status and OpenAI error a failed turn answers with, from the
 // runtime's error type (queue_full 429, deadline_exceeded 504, a model's
 // failure 502, …).

@@ -147,7 +147,8 @@ void post_chat_completion(route_context& ctx, const std::shared_ptr<exchange>& e
       return ex->respond(openai_response(
           invalid_request("user", "user is required with X-Troupe-Conversation: the conversation is the user's")));
     auto conv =
-        ctx.agents.store().conversations->get_or_create_conversation({ex->user(), "openai", req.user + "/" + chat});
+        ctx.agents.store().conversations->get_or_create_conversation(
+        {ex->user(), "openai", conversation_identifier(req.user, chat)});
     if (!conv) return respond_store_error(ex, conv.error());
     if (!bind_agent(ctx, ex, *conv, a->config.id)) return;
     ids.conversation_id = conv->id;

@@ -247,3 +247,13 @@ TEST_CASE("a failed turn answers with the status its error calls for", "[serve][
     CHECK(e.message == "the model said no");
   }
 }
+
+TEST_CASE("a caller's user and chat name one stored conversation each", "[serve][openai]") {
+  SECTION("a slash in the user or in the chat does not make two pairs meet") {
+    CHECK(conversation_identifier("a/b", "c") != conversation_identifier("a", "b/c"));
+    CHECK(conversation_identifier("a%2Fb", "c") != conversation_identifier("a/b", "c"));
+  }
+  SECTION("a pair without slashes or percent signs keeps the plain USER/CHAT form") {
+    CHECK(conversation_identifier("alice", "chat-1") == "alice/chat-1");
+  }
+}

@@ -137,6 +137,19 @@ TEST_CASE("the caller's messages are the conversation the agent sees", "[serve][
     CHECK(call.messages[1].content == "first");
     CHECK(call.messages[3].content == "second");
   }
+  SECTION("a user and chat that join to the same text as another pair keep their own history") {
+    REQUIRE(srv.post("/v1/chat/completions",
+                     R"({"model":"helper","user":"a/b","messages":[{"role":"user","content":"first"}]})",
+                     {{"X-Troupe-Conversation", "c"}})
+                .first == 200);
+    REQUIRE(srv.post("/v1/chat/completions",
+                     R"({"model":"helper","user":"a","messages":[{"role":"user","content":"second"}]})",
+                     {{"X-Troupe-Conversation", "b/c"}})
+                .first == 200);
+    const llm_stream call = srv.model.last();
+    REQUIRE(call.messages.size() == 2);  // the agent's prompt and second: nothing of the other pair
+    CHECK(call.messages[1].content == "second");
+  }
   SECTION("X-Troupe-Conversation without user is refused") {
     const auto [status, body] =
         srv.post("/v1/chat/completions", R"({"model":"helper","messages":[{"role":"user","content":"x"}]})",
