@@ -84,7 +84,9 @@ void session::read_header() {
   if (drain_asked_ || ctx_.draining) return close();
   parser_.emplace();
   parser_->header_limit(16 * 1024);
-  parser_->body_limit(ctx_.limits.max_body_bytes);
+  // Set once the head has been routed: until then a Content-Length past
+  // it must not be refused before the key is checked.
+  parser_->body_limit(boost::none);
   // Also how long an idle keep-alive connection stays open.
   start_read_deadline(ctx_.limits.header_timeout);
   http::async_read_header(stream_, buffer_, *parser_,
@@ -123,6 +125,12 @@ void session::on_header(beast::error_code ec) {
   if (ended_by_read_deadline("the request's head", ctx_.limits.header_timeout)) return;
   if (client_went_away(ec)) return close();
   if (ec) return refuse_request(ec);
+  // The route and the key are judged on the head: a request refused there
+  // is answered without its body ever being read.
+  if (!route_request()) return;
+  if (const auto length = parser_->content_length(); length && *length > ctx_.limits.max_body_bytes)
+    return refuse_request(http::error::body_limit);
+  parser_->body_limit(ctx_.limits.max_body_bytes);
   if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
     static const std::string go_on = "HTTP/1.1 100 Continue\r\n\r\n";
     net::async_write(stream_, net::buffer(go_on), [self = shared_from_this()](beast::error_code ec, std::size_t) {
@@ -165,47 +173,60 @@ void session::record(const http_request& req, const std::string& route, unsigned
   ctx_.observers.each([&](serve_observer& o) { o.request_finished(r); });
 }
 
-void session::dispatch_request() {
-  phase_ = phase::handling;
-  stream_.expires_never();
-  http_request req = parser_->release();
+bool session::route_request() {
+  const http_request& req = parser_->get();
   keep_alive_ = req.keep_alive();
+  // A refusal leaves the body unread, and the connection cannot carry another request after it.
+  auto refuse = [&](const std::string& route, http_response r) {
+    record(req, route, r.result_int());
+    if (!parser_->is_done()) keep_alive_ = false;
+    reply_now(std::move(r));
+    return false;
+  };
   auto url = boost::urls::parse_origin_form(req.target());
-  if (!url) {
-    record(req, "unmatched", 400);
-    return reply_now(error_response(http::status::bad_request, "bad_request", "the request target is not a path"));
-  }
+  if (!url)
+    return refuse("unmatched",
+                  error_response(http::status::bad_request, "bad_request", "the request target is not a path"));
   std::vector<std::string> segments;
   for (auto s : url->segments()) segments.push_back(s);
   router::match m = ctx_.routes.find(req.method(), segments);
   if (!m.found) {
     const auto status = m.path_known ? http::status::method_not_allowed : http::status::not_found;
-    record(req, "unmatched", static_cast<unsigned>(status));
-    return reply_now(error_response(status, m.path_known ? "method_not_allowed" : "not_found",
-                                    m.path_known ? "this path does not take " + std::string(req.method_string())
-                                                 : "no route for " + std::string(url->path())));
+    return refuse("unmatched", error_response(status, m.path_known ? "method_not_allowed" : "not_found",
+                                              m.path_known ? "this path does not take " + std::string(req.method_string())
+                                                           : "no route for " + std::string(url->path())));
   }
   std::string user;
   if (!m.found->options.public_route) {
     auto known = ctx_.keys.user_of(req[http::field::authorization]);
     if (!known) {
-      record(req, m.found->pattern, 401);
       http_response r = error_response(http::status::unauthorized, "unauthorized",
                                        "this route needs a valid API key: Authorization: Bearer KEY");
       r.set(http::field::www_authenticate, "Bearer");
-      return reply_now(std::move(r));
+      return refuse(m.found->pattern, std::move(r));
     }
     user = std::move(*known);
     if (ctx_.draining) {
-      record(req, m.found->pattern, 503);
       keep_alive_ = false;
-      return reply_now(error_response(http::status::service_unavailable, "shutdown", "the server is shutting down"));
+      return refuse(m.found->pattern,
+                    error_response(http::status::service_unavailable, "shutdown", "the server is shutting down"));
     }
   }
-  auto ex = std::make_shared<exchange>(shared_from_this(), std::move(req), m.found, std::move(m.params),
-                                       std::string(url->encoded_query()), std::move(user), ctx_.observers);
+  routed_ = routed{m.found, std::move(m.params), std::string(url->encoded_query()), std::move(user)};
+  return true;
+}
+
+void session::dispatch_request() {
+  phase_ = phase::handling;
+  stream_.expires_never();
+  http_request req = parser_->release();
+  keep_alive_ = req.keep_alive();
+  routed r = std::move(*routed_);
+  routed_.reset();
+  auto ex = std::make_shared<exchange>(shared_from_this(), std::move(req), r.route, std::move(r.params),
+                                       std::move(r.query), std::move(r.user), ctx_.observers);
   try {
-    m.found->handler(ex);
+    r.route->handler(ex);
   } catch (const std::exception& e) {
     ex->respond(error_response(http::status::internal_server_error, "internal", e.what()));
   }

@@ -85,6 +85,9 @@ class session : public std::enable_shared_from_this<session> {
   // True if the read just ended by that deadline; a 408 has been sent or
   // the connection closed (an idle one, which had sent nothing).
   bool ended_by_read_deadline(const char* what, std::chrono::milliseconds limit);
+  // Routes the request and checks its key, from its head alone; false
+  // after answering a refusal.
+  bool route_request();
   void dispatch_request();
   void reply_now(http_response r);
   void record(const http_request& req, const std::string& route, unsigned status) const;
@@ -112,6 +115,14 @@ class session : public std::enable_shared_from_this<session> {
   connection_context& ctx_;
   boost::beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  // What route_request() decided, for the request whose body is being read.
+  struct routed {
+    const router::route* route;
+    path_params params;
+    std::string query;
+    std::string user;
+  };
+  std::optional<routed> routed_;
   phase phase_ = phase::reading;
   bool keep_alive_ = true;
   bool drain_asked_ = false;

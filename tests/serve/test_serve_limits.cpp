@@ -57,6 +57,45 @@ TEST_CASE("serve: a client that stops reading its event stream") {
   }
 }
 
+TEST_CASE("serve: a request is judged on its head, before its body is read") {
+  // An answer that comes before the body timeout was given without the body.
+  serve_fixture f("memory:", "", "body_timeout_seconds = 5\nmax_body_bytes = 1048576\n");
+  const std::string post = "POST /v1/conversations/web/c1/messages HTTP/1.1\r\nHost: x\r\n";
+  SECTION("a POST without a key announcing a body the limit allows gets its 401 unsent, then the connection closes") {
+    http_client c = f.client();
+    c.send_raw(post + "Content-Length: 1000000\r\n\r\n");
+    const http_reply r = c.read_reply();
+    CHECK(r.status == 401);
+    CHECK(r.error_type() == "unauthorized");
+    CHECK_FALSE(r.keep_alive);
+    CHECK(c.closed_by_server());
+  }
+  SECTION("a POST without a key announcing a huge body is a 401, not a 413") {
+    http_client c = f.client();
+    c.send_raw(post + "Content-Length: 1073741824\r\n\r\n");
+    CHECK(c.read_reply().status == 401);
+  }
+  SECTION("a POST to no route gets its 404 with its body unsent") {
+    http_client c = f.client();
+    c.send_raw("POST /v1/nowhere HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + alice_key +
+               "\r\nContent-Length: 1000000\r\n\r\n");
+    CHECK(c.read_reply().status == 404);
+    CHECK(c.closed_by_server());
+  }
+  SECTION("with a key, a body announced past the limit is a 413 at once") {
+    http_client c = f.client();
+    c.send_raw(post + "Authorization: Bearer " + alice_key + "\r\nContent-Length: 1073741824\r\n\r\n");
+    const http_reply r = c.read_reply();
+    CHECK(r.status == 413);
+    CHECK(r.error_type() == "body_too_large");
+  }
+  SECTION("a refused request without a body leaves the connection open for the next") {
+    http_client c = f.client();
+    CHECK(c.send(http::verb::get, "/v1/agents").status == 401);
+    CHECK(c.send(http::verb::get, "/healthz").status == 200);
+  }
+}
+
 TEST_CASE("serve: limits") {
   SECTION("a body over the limit is a 413") {
     serve_fixture f("memory:", "", "max_body_bytes = 64\n");
@@ -78,7 +117,8 @@ TEST_CASE("serve: limits") {
   SECTION("a client that does not send its whole body within the body timeout gets a 408, then is disconnected") {
     serve_fixture f("memory:", "", "body_timeout_seconds = 0.2\n");
     http_client c = f.client();
-    c.send_raw("POST /v1/conversations/web/c1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"a");
+    c.send_raw("POST /v1/conversations/web/c1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + alice_key +
+               "\r\nContent-Length: 100\r\n\r\n{\"a");
     const http_reply r = c.read_reply();
     CHECK(r.status == 408);
     CHECK(r.error_type() == "request_timeout");
