@@ -1,6 +1,7 @@
 #include "apps/serve/session.hpp"
 
 #include "apps/serve/exchange.hpp"
+#include "signals/utf8.hpp"
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -173,6 +174,24 @@ void session::record(const http_request& req, const std::string& route, unsigned
   ctx_.observers.each([&](serve_observer& o) { o.request_finished(r); });
 }
 
+namespace {
+
+// What of the request, taken as text, is not UTF-8 (decoded), if anything:
+// what the server takes as text is stored and sent back in JSON, so it is
+// refused rather than mended (it names things).
+std::optional<std::string> not_utf8(const http_request& req, const boost::urls::url_view& url,
+                                    const std::vector<std::string>& segments) {
+  for (std::size_t i = 0; i < segments.size(); ++i)
+    if (!is_valid_utf8(segments[i])) return "path segment " + std::to_string(i + 1);
+  for (auto p : url.params())
+    if (!is_valid_utf8(p.key) || !is_valid_utf8(p.value)) return std::string("a query parameter");
+  for (const auto& f : req)
+    if (!is_valid_utf8(f.value())) return "the " + std::string(f.name_string()) + " header";
+  return std::nullopt;
+}
+
+}  // namespace
+
 bool session::route_request() {
   const http_request& req = parser_->get();
   keep_alive_ = req.keep_alive();
@@ -189,6 +208,8 @@ bool session::route_request() {
                   error_response(http::status::bad_request, "bad_request", "the request target is not a path"));
   std::vector<std::string> segments;
   for (auto s : url->segments()) segments.push_back(s);
+  if (auto bad = not_utf8(req, *url, segments))
+    return refuse("unmatched", error_response(http::status::bad_request, "invalid_utf8", *bad + " is not valid UTF-8"));
   router::match m = ctx_.routes.find(req.method(), segments);
   if (!m.found) {
     const auto status = m.path_known ? http::status::method_not_allowed : http::status::not_found;

@@ -249,3 +249,42 @@ TEST_CASE("serve: the conversation routes") {
     CHECK(c.send(http::verb::post, "/v1/conversations/" + id + "/fork", "{\"at_seq\":99}", alice).status == 400);
   }
 }
+
+TEST_CASE("serve: text that is not UTF-8 is refused, not stored") {
+  serve_fixture f;
+  const auto alice = as_user(alice_key);
+  const auto listed = [&] {
+    const http_reply r = f.client().send(http::verb::get, "/v1/conversations", "", alice);
+    REQUIRE(r.status == 200);
+    return r.json().at("data").as_array().size();  // throws if the list is not JSON
+  };
+  SECTION("a chat id with bytes that are not UTF-8 is a 400 naming the path segment") {
+    const http_reply r =
+        f.client().send(http::verb::post, "/v1/conversations/web/%FF%FE/messages", message_body("helper", "hi"), alice);
+    CHECK(r.status == 400);
+    CHECK(r.error_type() == "invalid_utf8");
+    CHECK(str(r.json().at("error").at("message")) == "path segment 4 is not valid UTF-8");
+    CHECK(listed() == 0);
+  }
+  SECTION("an X-Troupe-Conversation header that is not UTF-8 is a 400 naming the header") {
+    const http_reply r = f.client().send(
+        http::verb::post, "/v1/chat/completions",
+        R"({"model":"helper","user":"u","messages":[{"role":"user","content":"hi"}]})",
+        as_user(alice_key, {{"X-Troupe-Conversation", "\xFF\xFE"}}));
+    CHECK(r.status == 400);
+    CHECK(r.error_type() == "invalid_utf8");
+    CHECK(str(r.json().at("error").at("message")).find("X-Troupe-Conversation") != std::string::npos);
+    CHECK(listed() == 0);
+  }
+  SECTION("a query parameter that is not UTF-8 is a 400") {
+    const http_reply r = f.client().send(http::verb::get, "/v1/conversations?limit=%C0%AF", "", alice);
+    CHECK(r.status == 400);
+    CHECK(r.error_type() == "invalid_utf8");
+  }
+  SECTION("UTF-8 text passes") {
+    const http_reply r = f.client().send(http::verb::post, "/v1/conversations/web/%C3%A9t%C3%A9/messages",
+                                         message_body("helper", "hi"), alice);
+    CHECK(r.status == 200);
+    CHECK(listed() == 1);
+  }
+}
