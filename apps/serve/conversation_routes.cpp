@@ -74,9 +74,19 @@ void remove(route_context& ctx, const std::shared_ptr<exchange>& ex) {
   ex->respond(json_response(http::status::ok, {{"id", c->id}, {"deleted", true}}));
 }
 
+// A fork's answer: the conversation with where it was forked from.
+http_response fork_answer(const conversation& child, const json::value& forked_from) {
+  json::object out = to_json(child).as_object();
+  out["forked_from"] = forked_from;
+  return json_response(http::status::created, out);
+}
+
 // A new conversation of the same user and platform whose thread holds the
 // original's entries up to at_seq; its chat id is the original's plus
-// "~fork_…", so the original's chat keeps its own conversation.
+// "~fork_…", so the original's chat keeps its own conversation. With an
+// Idempotency-Key the chat id is made from the key, so a repeat finds the
+// fork its first request made (its metadata says where from) and answers
+// with it instead of forking again.
 void fork(route_context& ctx, const std::shared_ptr<exchange>& ex) {
   auto body = json_body(ex);
   if (!body) return;
@@ -89,21 +99,46 @@ void fork(route_context& ctx, const std::shared_ptr<exchange>& ex) {
   if (ec)
     return ex->respond(
         error_response(http::status::bad_request, "missing_field", "at_seq is required: a non-negative integer"));
+  const std::string idem(ex->request()["Idempotency-Key"]);
+  if (!idem.empty() && !valid_idempotency_key(idem))
+    return ex->respond(error_response(http::status::bad_request, "invalid_header", invalid_idempotency_key));
   auto c = owned_conversation(ctx, ex, ex->param("id"));
   if (!c) return;
   auto& convs = *ctx.agents.store().conversations;
-  auto child = convs.get_or_create_conversation(
-      {c->user_id, c->platform, c->platform_identifier + "~" + ids_of_this_thread().next("fork")});
+  const std::string suffix = idem.empty() ? ids_of_this_thread().next("fork") : "fork-key_" + idem;
+  auto child = convs.get_or_create_conversation({c->user_id, c->platform, c->platform_identifier + "~" + suffix});
   if (!child) return respond_store_error(ex, child.error());
+  const json::value forked_from{{"conversation_id", c->id}, {"at_seq", at_seq}};
+  // True once answered with the fork this key made already (or 422 for a
+  // key used for another fork).
+  auto made_already = [&](const conversation& existing) -> bool {
+    const json::value* made = existing.metadata.if_contains("forked_from");
+    if (!made) return false;
+    if (*made != forked_from)
+      ex->respond(error_response(http::status::unprocessable_entity, "idempotency_key_reused",
+                                 "this Idempotency-Key was used for another fork"));
+    else
+      ex->respond(fork_answer(existing, forked_from));
+    return true;
+  };
+  if (!idem.empty() && made_already(*child)) return;
   auto forked = ctx.agents.store().threads->fork(c->thread_id, at_seq, child->thread_id, wall_clock_ms());
   if (!forked) {
-    (void)convs.delete_conversation(child->id);
-    return respond_store_error(ex, forked.error());
+    // A request with the same key forked first: its answer, once it has
+    // recorded where it forked from; else this one records it.
+    const bool raced = !idem.empty() && forked.error().type == "conflict";
+    if (raced) {
+      auto now = convs.find_conversation(child->id);
+      if (now && made_already(*now)) return;
+    } else {
+      (void)convs.delete_conversation(child->id);
+      return respond_store_error(ex, forked.error());
+    }
   }
-  auto fresh = convs.set_conversation_metadata(child->id, c->metadata);
-  json::object out = to_json(fresh ? *fresh : *child).as_object();
-  out["forked_from"] = {{"conversation_id", c->id}, {"at_seq", at_seq}};
-  ex->respond(json_response(http::status::created, out));
+  json::object metadata = c->metadata;
+  metadata["forked_from"] = forked_from;
+  auto fresh = convs.set_conversation_metadata(child->id, metadata);
+  ex->respond(fork_answer(fresh ? *fresh : *child, forked_from));
 }
 
 using handler_fn = void (*)(route_context&, const std::shared_ptr<exchange>&);

@@ -14,8 +14,6 @@ namespace json = boost::json;
 
 namespace {
 
-constexpr std::size_t max_idempotency_key = 200;
-
 // A turn's events to a stream from `after` on, or its result as one object.
 void serve_turn(const std::shared_ptr<exchange>& ex, const std::shared_ptr<turn>& t, std::uint64_t after,
                 bool as_stream, bool cancel_on_disconnect) {
@@ -53,12 +51,6 @@ std::optional<thread> stored_thread(route_context& ctx, const std::string& threa
   return std::move(*t);
 }
 
-bool printable(const std::string& s) {
-  for (unsigned char c : s)
-    if (c < 0x21 || c > 0x7e) return false;
-  return true;
-}
-
 void post_message(route_context& ctx, const std::shared_ptr<exchange>& ex) {
   auto body = json_body(ex);
   if (!body) return;
@@ -78,9 +70,8 @@ void post_message(route_context& ctx, const std::shared_ptr<exchange>& ex) {
   const deployed_agent* a = ctx.agents.find(*agent_id);
   if (!a) return ex->respond(error_response(http::status::not_found, "unknown_agent", "no agent " + *agent_id));
   const std::string idem(ex->request()["Idempotency-Key"]);
-  if (!idem.empty() && (idem.size() > max_idempotency_key || !printable(idem)))
-    return ex->respond(error_response(http::status::bad_request, "invalid_header",
-                                      "Idempotency-Key must be 1 to 200 printable ASCII characters"));
+  if (!idem.empty() && !valid_idempotency_key(idem))
+    return ex->respond(error_response(http::status::bad_request, "invalid_header", invalid_idempotency_key));
 
   auto conv = ctx.agents.store().conversations->get_or_create_conversation(
       {ex->user(), ex->param("platform"), ex->param("chat_id")});

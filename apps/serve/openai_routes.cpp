@@ -9,6 +9,7 @@
 #include "apps/serve/openai_routes.hpp"
 #include "apps/serve/openai_chat.hpp"
 #include "apps/serve/route_context.hpp"
+#include "apps/serve/thread_replay.hpp"
 #include "signals/json_parse.hpp"
 
 #include "runtime/clock.hpp"
@@ -94,6 +95,24 @@ void answer_once(const std::shared_ptr<exchange>& ex, const std::shared_ptr<turn
   });
 }
 
+completion_header header_of(const turn& t, const chat_request& req) {
+  return {"chatcmpl-" + t.ids().request_id, t.ids().asked_at_ms / 1000, req.model};
+}
+
+// A repeated Idempotency-Key: the first request's turn, answered again
+// (joined while it runs), unless the key came with another question.
+void answer_again(const std::shared_ptr<exchange>& ex, const std::shared_ptr<turn>& t, const std::string& question,
+                  const chat_request& req, bool cancel_on_disconnect) {
+  if (t->ids().content != question)
+    return ex->respond(openai_response({422,
+                                        "invalid_request_error",
+                                        "this Idempotency-Key was used for another message",
+                                        {},
+                                        "idempotency_key_reused"}));
+  if (req.stream) return stream_chunks(ex, t, header_of(*t, req), req.include_usage, cancel_on_disconnect);
+  answer_once(ex, t, header_of(*t, req), {});
+}
+
 // A fresh thread holding the caller's earlier messages, in the store the
 // agents load from; its id, or nullopt after answering the store's error.
 std::optional<std::string> seed_thread(route_context& ctx, const std::shared_ptr<exchange>& ex,
@@ -124,8 +143,12 @@ void post_chat_completion(route_context& ctx, const std::shared_ptr<exchange>& e
   chat_turn& turn_in = std::get<chat_turn>(made);
 
   const std::string chat(ex->request()[conversation_header]);
+  const std::string idem(ex->request()["Idempotency-Key"]);
+  if (!idem.empty() && !valid_idempotency_key(idem))
+    return ex->respond(openai_response(invalid_request("Idempotency-Key", std::string(invalid_idempotency_key))));
   turn_ids ids;
   ids.request_id = ids_of_this_thread().next("req");
+  ids.asked_at_ms = wall_clock_ms();
   ids.agent_id = a->config.id;
   ids.user = ex->user();
   ids.traceparent = std::string(ex->request()["traceparent"]);
@@ -134,6 +157,13 @@ void post_chat_completion(route_context& ctx, const std::shared_ptr<exchange>& e
   ids.overrides.params = req.params;
   const bool stateless = chat.empty();
   if (stateless) {
+    // A repeated key finds its turn by a request id made from the caller
+    // and the key, before a thread is seeded for it.
+    if (!idem.empty()) {
+      ids.request_id = "idem-openai/" + conversation_identifier(ex->user(), idem);
+      if (auto t = ctx.turns.by_request(ids.request_id))
+        return answer_again(ex, t, ids.content, req, a->config.cancel_on_disconnect);
+    }
     auto thread_id = seed_thread(ctx, ex, std::move(turn_in.history));
     if (!thread_id) return;
     ids.thread_id = *thread_id;
@@ -146,13 +176,28 @@ void post_chat_completion(route_context& ctx, const std::shared_ptr<exchange>& e
     if (req.user.empty())
       return ex->respond(openai_response(
           invalid_request("user", "user is required with X-Troupe-Conversation: the conversation is the user's")));
-    auto conv =
-        ctx.agents.store().conversations->get_or_create_conversation(
+    auto conv = ctx.agents.store().conversations->get_or_create_conversation(
         {ex->user(), "openai", conversation_identifier(req.user, chat)});
     if (!conv) return respond_store_error(ex, conv.error());
     if (!bind_agent(ctx, ex, *conv, a->config.id)) return;
     ids.conversation_id = conv->id;
     ids.thread_id = conv->thread_id;
+    // As the conversations route makes it, so a key is one request on a conversation whichever route it came by.
+    if (!idem.empty()) {
+      ids.request_id = "idem-" + conv->id + "-" + idem;
+      // Not in memory (the server restarted, or the turn is long over): read back from the thread.
+      if (!ctx.turns.by_request(ids.request_id))
+        if (auto stored = ctx.agents.store().threads->load(ids.thread_id))
+          if (auto r = replay_turn(*stored, ids.request_id, ids)) {
+            if (!r->result)
+              return ex->respond(openai_response({409,
+                                                  "conflict_error",
+                                                  "the turn of this Idempotency-Key started but did not end",
+                                                  {},
+                                                  "turn_incomplete"}));
+            return answer_again(ex, finished_turn(*r, ids), ids.content, req, a->config.cancel_on_disconnect);
+          }
+    }
   }
 
   auto admitted = ctx.turns.admit_turn(ids.conversation_id, ids.request_id, ids.user, a->config.on_double_text,
@@ -179,12 +224,14 @@ void post_chat_completion(route_context& ctx, const std::shared_ptr<exchange>& e
     case admission_verdict::start_after_interrupt:
       for (const auto& old : admitted.to_interrupt) old->cancel("interrupted by a newer message");
       break;
+    case admission_verdict::existing:  // the same Idempotency-Key, raced or on a stored conversation
+      if (stateless) ctx.agents.store().threads->remove(ids.thread_id);
+      return answer_again(ex, admitted.started, ids.content, req, a->config.cancel_on_disconnect);
     case admission_verdict::start:
-    case admission_verdict::existing:  // request ids are fresh: never
       break;
   }
   const std::shared_ptr<turn>& t = admitted.started;
-  const completion_header h{"chatcmpl-" + ids.request_id, wall_clock_ms() / 1000, req.model};
+  const completion_header h = header_of(*t, req);
   // The answer is subscribed before the turn runs, so a fast turn cannot end unseen.
   // A turn ends on a worker (turn_runner's complete), where a store call may block.
   std::function<void()> forget;

@@ -54,6 +54,12 @@ void follow_disconnect(const std::shared_ptr<event_stream>& stream, const std::s
 bool bind_agent(route_context& ctx, const std::shared_ptr<exchange>& ex, const conversation& conv,
                 const std::string& agent_id);
 
+// An Idempotency-Key is 1 to 200 printable ASCII characters: it becomes
+// part of request ids and stored identifiers.
+bool valid_idempotency_key(std::string_view key);
+inline constexpr std::string_view invalid_idempotency_key =
+    "Idempotency-Key must be 1 to 200 printable ASCII characters";
+
 // The body as a JSON object, or nullopt after answering 400.
 std::optional<boost::json::object> json_body(const std::shared_ptr<exchange>& ex);
 

@@ -76,6 +76,13 @@ bool bind_agent(route_context& ctx, const std::shared_ptr<exchange>& ex, const c
   return true;
 }
 
+bool valid_idempotency_key(std::string_view key) {
+  if (key.empty() || key.size() > 200) return false;
+  for (unsigned char c : key)
+    if (c < 0x21 || c > 0x7e) return false;
+  return true;
+}
+
 std::optional<json::object> json_body(const std::shared_ptr<exchange>& ex) {
   boost::system::error_code ec;
   json::value v = parse_json(ex->request().body(), ec);

@@ -2,6 +2,8 @@
 
 #include "apps/serve/turn_json.hpp"
 
+#include <boost/json/parse.hpp>
+
 namespace troupe::serve {
 
 namespace json = boost::json;
@@ -66,6 +68,14 @@ std::optional<replayed_turn> replay_turn(const thread_view& t, const std::string
     add(std::move(name), data);
   }
   return out;
+}
+
+std::shared_ptr<turn> finished_turn(const replayed_turn& r, turn_ids ids) {
+  ids.content = r.content;
+  auto t = std::make_shared<turn>(std::move(ids));
+  for (std::size_t i = 0; i + 1 < r.events.size(); ++i) t->push(r.events[i].name, json::parse(r.events[i].data));
+  t->finish(*r.result, r.events.back().name, json::parse(r.events.back().data));
+  return t;
 }
 
 }  // namespace troupe::serve

@@ -10,6 +10,7 @@
 
 #include "strategy/thread.hpp"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,5 +26,9 @@ struct replayed_turn {
 // The turn of `request_id` (empty: the thread's last turn), or nullopt if
 // the thread has no such turn.
 std::optional<replayed_turn> replay_turn(const thread_view& t, const std::string& request_id, turn_ids ids);
+
+// An ended replayed turn (its result set) as a finished turn holding its
+// events, to be answered like one still in memory.
+std::shared_ptr<turn> finished_turn(const replayed_turn& r, turn_ids ids);
 
 }  // namespace troupe::serve

@@ -33,8 +33,9 @@ struct turn_ids {
   std::string user;
   std::string content;  // the user's message
   std::string idempotency_key;
-  query_overrides overrides{};  // system prompt and sampling for this turn (the OpenAI endpoint's)
-  std::string traceparent{};    // the caller's W3C trace context: the turn's spans continue its trace
+  query_overrides overrides{};   // system prompt and sampling for this turn (the OpenAI endpoint's)
+  std::string traceparent{};     // the caller's W3C trace context: the turn's spans continue its trace
+  std::int64_t asked_at_ms = 0;  // wall clock; an OpenAI answer's `created` (a repeat's too)
 };
 
 class turn {

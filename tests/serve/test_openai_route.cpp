@@ -12,6 +12,7 @@
 #include <boost/json/parse.hpp>
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <mutex>
 
 using namespace troupe;
@@ -34,6 +35,10 @@ struct recorded {
       return scripted_reply::text("Seen " + std::to_string(s.messages.size()) + " messages.", token_usage{9, 3, 0});
     });
   }
+  std::size_t count() {
+    std::lock_guard lock(mutex);
+    return calls.size();
+  }
   llm_stream last() {
     std::lock_guard lock(mutex);
     REQUIRE(!calls.empty());
@@ -45,9 +50,9 @@ struct running_server {
   recorded model;
   std::unique_ptr<server> s;
 
-  running_server() {
+  explicit running_server(const std::string& store = "memory:") {
     serve_config c = parse_config(
-        "listen = \"127.0.0.1:0\"\nstore = \"memory:\"\n"
+        "listen = \"127.0.0.1:0\"\nstore = \"" + store + "\"\n"
         "[[agents]]\nid = \"helper\"\nprovider = \"scripted\"\nscript = \"" +
             std::string(TROUPE_FIXTURES_DIR) +
             "/../../examples/scripts/calculator.json\"\n"
@@ -156,5 +161,61 @@ TEST_CASE("the caller's messages are the conversation the agent sees", "[serve][
                  {{"X-Troupe-Conversation", "c1"}});
     CHECK(status == 400);
     CHECK(json::parse(body).at("error").at("param") == "user");
+  }
+}
+
+TEST_CASE("a repeated Idempotency-Key gets the first answer without a second model call", "[serve][openai]") {
+  running_server srv;
+  const std::string ask = R"({"model":"helper","user":"u1","messages":[{"role":"user","content":"hi"}]})";
+  SECTION("stateless") {
+    const testing::header_list key{{"Idempotency-Key", "once-1"}};
+    const auto first = srv.post("/v1/chat/completions", ask, key);
+    const auto again = srv.post("/v1/chat/completions", ask, key);
+    REQUIRE(first.first == 200);
+    CHECK(again == first);
+    CHECK(srv.model.count() == 1);
+    CHECK(srv.s->agents().store().threads->list().empty());
+  }
+  SECTION("on a stored conversation") {
+    const testing::header_list key{{"Idempotency-Key", "once-2"}, {"X-Troupe-Conversation", "c1"}};
+    const auto first = srv.post("/v1/chat/completions", ask, key);
+    const auto again = srv.post("/v1/chat/completions", ask, key);
+    REQUIRE(first.first == 200);
+    CHECK(again == first);
+    CHECK(srv.model.count() == 1);
+  }
+  SECTION("on a stored conversation, across a restart") {
+    const std::string db = (std::filesystem::temp_directory_path() / "troupe-openai-idem.db").string();
+    std::filesystem::remove(db);
+    const testing::header_list key{{"Idempotency-Key", "once-6"}, {"X-Troupe-Conversation", "c1"}};
+    std::pair<unsigned, std::string> first;
+    {
+      running_server before("sqlite:" + db);
+      first = before.post("/v1/chat/completions", ask, key);
+    }
+    running_server after("sqlite:" + db);
+    const auto again = after.post("/v1/chat/completions", ask, key);
+    REQUIRE(first.first == 200);
+    REQUIRE(again.first == 200);
+    const json::value a = json::parse(first.second), b = json::parse(again.second);
+    CHECK(b.at("id") == a.at("id"));
+    CHECK(b.at("choices") == a.at("choices"));
+    CHECK(after.model.count() == 0);
+    std::filesystem::remove(db);
+  }
+  SECTION("another key is another request") {
+    const testing::header_list key{{"Idempotency-Key", "once-3"}};
+    REQUIRE(srv.post("/v1/chat/completions", ask, key).first == 200);
+    REQUIRE(srv.post("/v1/chat/completions", ask, {{"Idempotency-Key", "once-4"}}).first == 200);
+    CHECK(srv.model.count() == 2);
+  }
+  SECTION("the same key with another question is a 422") {
+    const testing::header_list key{{"Idempotency-Key", "once-5"}};
+    REQUIRE(srv.post("/v1/chat/completions", ask, key).first == 200);
+    const auto [status, body] = srv.post(
+        "/v1/chat/completions", R"({"model":"helper","messages":[{"role":"user","content":"other"}]})", key);
+    CHECK(status == 422);
+    CHECK(json::parse(body).at("error").at("code") == "idempotency_key_reused");
+    CHECK(srv.model.count() == 1);
   }
 }

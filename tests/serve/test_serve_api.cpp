@@ -244,6 +244,22 @@ TEST_CASE("serve: the conversation routes") {
     CHECK(str(more.at("conversation_id")) == fork_id);
     CHECK(more.at("entries_appended") == 2);
   }
+  SECTION("a fork repeated with its Idempotency-Key answers with the first fork, made once") {
+    const auto keyed = as_user(alice_key, {{"Idempotency-Key", "fork-once"}});
+    const http_reply first = c.send(http::verb::post, "/v1/conversations/" + id + "/fork", "{\"at_seq\":1}", keyed);
+    const http_reply again = c.send(http::verb::post, "/v1/conversations/" + id + "/fork", "{\"at_seq\":1}", keyed);
+    REQUIRE(first.status == 201);
+    CHECK(again.status == 201);
+    CHECK(again.json() == first.json());
+    CHECK(c.send(http::verb::get, "/v1/conversations", "", alice).json().at("data").as_array().size() == 2);
+  }
+  SECTION("a fork's Idempotency-Key used again for another fork point is a 422") {
+    const auto keyed = as_user(alice_key, {{"Idempotency-Key", "fork-once"}});
+    REQUIRE(c.send(http::verb::post, "/v1/conversations/" + id + "/fork", "{\"at_seq\":1}", keyed).status == 201);
+    const http_reply r = c.send(http::verb::post, "/v1/conversations/" + id + "/fork", "{\"at_seq\":0}", keyed);
+    CHECK(r.status == 422);
+    CHECK(r.error_type() == "idempotency_key_reused");
+  }
   SECTION("fork without at_seq, or past the end, is a 400") {
     CHECK(c.send(http::verb::post, "/v1/conversations/" + id + "/fork", "{}", alice).status == 400);
     CHECK(c.send(http::verb::post, "/v1/conversations/" + id + "/fork", "{\"at_seq\":99}", alice).status == 400);
