@@ -248,6 +248,7 @@ serve_config parse_config(const std::string& text, const std::string& origin, co
     r.seconds("header_timeout_seconds", c.limits.header_timeout);
     r.seconds("body_timeout_seconds", c.limits.body_timeout);
     r.seconds("write_timeout_seconds", c.limits.write_timeout);
+    r.seconds("stream_heartbeat_seconds", c.limits.stream_heartbeat);
     r.count("max_stream_backlog_bytes", c.limits.max_stream_backlog_bytes, 1024, std::int64_t{1} << 32);
     r.count("max_listed", c.limits.max_listed, 1, 100'000);
     r.count("max_turns_per_user", c.limits.max_turns_per_user, 1, 1'000'000);

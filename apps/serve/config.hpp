@@ -51,6 +51,10 @@ struct serve_limits {
   // connection is closed: a client that stops reading an answer or a stream
   // would otherwise hold its connection (and what is queued for it) forever.
   std::chrono::milliseconds write_timeout{std::chrono::seconds(30)};
+  // An event stream silent this long (the model thinking, a tool running)
+  // gets an SSE comment line, so proxies and load balancers in between do
+  // not close it as idle.
+  std::chrono::milliseconds stream_heartbeat{std::chrono::seconds(15)};
   std::size_t max_listed = 100;                    // conversations per list, messages per conversation
   // Unfinished turns (running or queued) one user may have across all their
   // conversations: past it, 429 too_many_turns. Each conversation's own

@@ -65,6 +65,7 @@ session::session(net::ip::tcp::socket socket, connection_context& ctx)
     : stream_(std::move(socket)),
       read_deadline_(stream_.get_executor()),
       write_deadline_(stream_.get_executor()),
+      heartbeat_(stream_.get_executor()),
       ctx_(ctx) {}
 
 session::~session() { ctx_.sessions.remove(this); }
@@ -280,6 +281,8 @@ void session::start_stream(std::weak_ptr<event_stream> stream) {
         "HTTP/1.1 200 OK\r\nServer: troupe\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
         "X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n" +
         std::string(self->keep_alive_ ? "" : "Connection: close\r\n") + "\r\n");
+    self->last_chunk_ = std::chrono::steady_clock::now();
+    self->arm_heartbeat();
     self->watch_for_close();
   });
 }
@@ -291,13 +294,29 @@ void session::send_chunk(std::string data) {
       return self->close("the client read its event stream too slowly: more than " +
                          std::to_string(self->ctx_.limits.max_stream_backlog_bytes) +
                          " bytes (max_stream_backlog_bytes) were waiting to be sent");
-    // The frame around the data is queued beside it, not copied together
-    // with it: write_next() sends queued pieces in one gather write.
-    char size[24];
-    const int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
-    self->queue(std::string(size, static_cast<std::size_t>(n)));
-    self->queue(std::move(data));
-    self->queue("\r\n");
+    self->queue_chunk(std::move(data));
+  });
+}
+
+void session::queue_chunk(std::string data) {
+  last_chunk_ = std::chrono::steady_clock::now();
+  // The frame around the data is queued beside it, not copied together
+  // with it: write_next() sends queued pieces in one gather write.
+  char size[24];
+  const int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  queue(std::string(size, static_cast<std::size_t>(n)));
+  queue(std::move(data));
+  queue("\r\n");
+}
+
+void session::arm_heartbeat() {
+  heartbeat_.expires_at(last_chunk_ + ctx_.limits.stream_heartbeat);
+  heartbeat_.async_wait([self = shared_from_this()](beast::error_code ec) {
+    if (ec || self->phase_ != phase::streaming) return;
+    // SSE clients skip lines that start with a colon.
+    if (self->last_chunk_ + self->ctx_.limits.stream_heartbeat <= std::chrono::steady_clock::now())
+      self->queue_chunk(": heartbeat\n\n");
+    self->arm_heartbeat();
   });
 }
 
@@ -305,6 +324,7 @@ void session::end_stream() {
   net::post(stream_.get_executor(), [self = shared_from_this()] {
     if (self->phase_ != phase::streaming) return;
     self->phase_ = phase::finishing;
+    self->heartbeat_.cancel();
     self->stream_owner_.reset();
     self->queue("0\r\n\r\n");
   });
@@ -408,6 +428,7 @@ void session::close(const std::string& why) {
   phase_ = phase::closing;
   read_deadline_.cancel();
   write_deadline_.cancel();
+  heartbeat_.cancel();
   notify_gone(why);
   beast::error_code ec;
   stream_.socket().shutdown(net::ip::tcp::socket::shutdown_both, ec);

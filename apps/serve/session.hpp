@@ -99,6 +99,9 @@ class session : public std::enable_shared_from_this<session> {
   void write_progressed();
   void arm_write_deadline();
   void on_write_deadline();
+  // A comment line on a stream with nothing sent for stream_heartbeat.
+  void arm_heartbeat();
+  void queue_chunk(std::string data);
   void after_answer();
   void watch_for_close();
   // Ends the connection; a stream still open learns `why` (its turn may be
@@ -112,6 +115,8 @@ class session : public std::enable_shared_from_this<session> {
   boost::asio::steady_timer write_deadline_;
   bool write_deadline_armed_ = false;
   std::chrono::steady_clock::time_point last_write_progress_;
+  boost::asio::steady_timer heartbeat_;
+  std::chrono::steady_clock::time_point last_chunk_;
   connection_context& ctx_;
   boost::beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;

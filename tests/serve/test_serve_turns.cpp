@@ -5,7 +5,9 @@
 
 #include "support/serve_fixture.hpp"
 
+#include <condition_variable>
 #include <future>
+#include <mutex>
 
 using namespace troupe::testing;
 namespace json = boost::json;
@@ -318,4 +320,34 @@ TEST_CASE("serve: a caller's traceparent is continued, not replaced") {
   REQUIRE(r.status == 200);
   // The model call is made in the caller's trace.
   CHECK(f.model->last_traceparent().substr(3, 32) == trace_id);
+}
+
+TEST_CASE("serve: a stream the model is silent on") {
+  serve_fixture f("memory:", "", "stream_heartbeat_seconds = 0.1\n");
+  SECTION("gets SSE comment lines every stream_heartbeat, so proxies keep it open") {
+    open_turn t(f.port(), chat("c1"), "helper", "hold-beat", as_user(alice_key));
+    REQUIRE(f.model->wait_held("hold-beat"));
+    // Should no heartbeat come, the turn is ended after a while, so the read below ends too.
+    std::mutex m;
+    std::condition_variable cv;
+    bool seen = false;
+    auto watchdog = std::async(std::launch::async, [&] {
+      std::unique_lock lock(m);
+      if (!cv.wait_for(lock, std::chrono::seconds(10), [&] { return seen; })) f.model->release("hold-beat");
+    });
+    bool heartbeat = false;
+    while (auto e = t.client.next_event())
+      if (e->name.empty() && e->data.is_null()) {
+        heartbeat = true;
+        break;
+      }
+    {
+      std::lock_guard lock(m);
+      seen = true;
+    }
+    cv.notify_all();
+    watchdog.get();
+    CHECK(heartbeat);
+    f.model->release("hold-beat");
+  }
 }
