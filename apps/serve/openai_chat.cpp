@@ -115,6 +115,32 @@ std::optional<double> read_bounded(json_reader& r, std::string_view key, double 
   return x;
 }
 
+// Fields whose effect troupe cannot give are refused rather than ignored;
+// their neutral values, which clients send by default, pass.
+void refuse_unhonoured(json_reader& r) {
+  auto given = [&](std::string_view key) {
+    const json::value* v = r.optional_value(key);
+    return v && !v->is_null() ? v : nullptr;
+  };
+  if (const json::value* f = given("response_format")) {
+    const json::object* o = f->if_object();
+    const json::value* type = o ? o->if_contains("type") : nullptr;
+    if (!type || *type != "text")
+      r.fail("response_format", "only {\"type\": \"text\"} is supported: the agent's answer is its own text");
+  }
+  if (const json::value* v = given("logprobs"); v && *v != false)
+    r.fail("logprobs", "log probabilities are not available");
+  if (given("top_logprobs")) r.fail("top_logprobs", "log probabilities are not available");
+  if (given("seed")) r.fail("seed", "a seed is not supported: the agent's model calls are not reproducible by seed");
+  if (const json::value* v = given("tool_choice"); v && *v != "auto")
+    r.fail("tool_choice", "the agent chooses its own tools; only \"auto\" is supported");
+  for (const char* key : {"presence_penalty", "frequency_penalty"})
+    if (const json::value* v = given(key); v && !(v->is_number() && v->to_number<double>() == 0))
+      r.fail(key, "penalties are not supported; only 0 is accepted");
+  if (const json::value* v = given("logit_bias"); v && !(v->is_object() && v->as_object().empty()))
+    r.fail("logit_bias", "logit_bias is not supported");
+}
+
 }  // namespace
 
 std::variant<chat_request, openai_error> parse_chat_request(std::string_view body) {
@@ -168,6 +194,7 @@ std::variant<chat_request, openai_error> parse_chat_request(std::string_view bod
     r.fail("n", "only one choice per request is supported (n = 1)");
   if (const auto tools = r.optional_array("tools"); tools && !tools->empty())
     r.fail("tools", "the agent runs its own tools; caller-defined tools are not supported");
+  refuse_unhonoured(r);
 
   if (!r.ok()) return from_decode(r.error());
   return out;

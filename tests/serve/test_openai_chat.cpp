@@ -257,3 +257,27 @@ TEST_CASE("a caller's user and chat name one stored conversation each", "[serve]
     CHECK(conversation_identifier("alice", "chat-1") == "alice/chat-1");
   }
 }
+
+TEST_CASE("parameters troupe cannot honour are refused, their neutral values accepted", "[serve][openai]") {
+  const std::string head = R"({"model":"m","messages":[{"role":"user","content":"hi"}],)";
+  SECTION("each refused field is named") {
+    for (const auto& [field, value] :
+         std::vector<std::pair<std::string, std::string>>{{"response_format", R"({"type":"json_object"})"},
+                                                          {"logprobs", "true"},
+                                                          {"top_logprobs", "2"},
+                                                          {"seed", "7"},
+                                                          {"tool_choice", R"("required")"},
+                                                          {"presence_penalty", "0.5"},
+                                                          {"frequency_penalty", "-1"},
+                                                          {"logit_bias", R"({"50256":-100})"}}) {
+      const openai_error e = refused(head + "\"" + field + "\":" + value + "}");
+      CHECK(e.status == 400);
+      CHECK(e.type == "invalid_request_error");
+      CHECK(e.param == field);
+    }
+  }
+  SECTION("the values clients send by default pass") {
+    parsed(head + R"("response_format":{"type":"text"},"logprobs":false,"seed":null,"tool_choice":"auto",
+                    "presence_penalty":0,"frequency_penalty":0,"logit_bias":{}})");
+  }
+}

@@ -67,6 +67,12 @@ struct running_server {
   }
   ~running_server() { s->drain(); }
 
+  std::pair<unsigned, std::string> get(const std::string& target) {
+    const testing::http_reply r = testing::http_client(s->port()).send(
+        testing::http::verb::get, target, "", {{"Authorization", "Bearer " + key}});
+    return {r.status, r.body};
+  }
+
   // One request; the status and the body.
   std::pair<unsigned, std::string> post(const std::string& target, const std::string& body,
                                         testing::header_list headers = {}) {
@@ -217,5 +223,25 @@ TEST_CASE("a repeated Idempotency-Key gets the first answer without a second mod
     CHECK(status == 422);
     CHECK(json::parse(body).at("error").at("code") == "idempotency_key_reused");
     CHECK(srv.model.count() == 1);
+  }
+}
+
+TEST_CASE("the agents are OpenAI's models", "[serve][openai]") {
+  running_server srv;
+  SECTION("GET /v1/models lists them") {
+    const auto [status, body] = srv.get("/v1/models");
+    REQUIRE(status == 200);
+    const json::value v = json::parse(body);
+    CHECK(v.at("object") == "list");
+    REQUIRE(v.at("data").as_array().size() == 1);
+    CHECK(v.at("data").at(0).at("id") == "helper");
+    CHECK(v.at("data").at(0).at("object") == "model");
+    CHECK(v.at("data").at(0).at("owned_by") == "troupe");
+  }
+  SECTION("GET /v1/models/{model} answers one, or 404 model_not_found") {
+    CHECK(json::parse(srv.get("/v1/models/helper").second).at("id") == "helper");
+    const auto [status, body] = srv.get("/v1/models/nobody");
+    CHECK(status == 404);
+    CHECK(json::parse(body).at("error").at("code") == "model_not_found");
   }
 }
