@@ -24,6 +24,15 @@ std::string to_json_text(const openai_error& e) {
   return json_text(json::object{{"error", std::move(o)}});
 }
 
+http_response openai_response(const openai_error& e) {
+  http_response r{static_cast<http::status>(e.status), 11};
+  r.set(http::field::content_type, "application/json");
+  if (e.status == 429) r.set(http::field::retry_after, "1");
+  r.body() = to_json_text(e);
+  r.prepare_payload();
+  return r;
+}
+
 namespace {
 
 openai_error from_decode(const decode_error& e) {
@@ -337,18 +346,21 @@ std::string conversation_identifier(std::string_view user, std::string_view chat
   return out;
 }
 
+std::string_view openai_error_type(int status) {
+  if (status == 409) return "conflict_error";
+  if (status == 429) return "rate_limit_error";
+  if (status >= 400 && status < 500) return "invalid_request_error";
+  if (status == 502) return "upstream_error";
+  if (status == 503) return "service_unavailable_error";
+  if (status == 504) return "timeout_error";
+  return "server_error";
+}
+
 openai_error turn_error(std::string_view type, std::string_view message) {
   // The status is the one the conversations API answers with; the type is
   // OpenAI's name for that kind of failure.
   const int status = static_cast<int>(status_of_error(type));
-  std::string_view openai_type = "server_error";
-  if (status == 400) openai_type = "invalid_request_error";
-  if (status == 409) openai_type = "conflict_error";
-  if (status == 429) openai_type = "rate_limit_error";
-  if (status == 502) openai_type = "upstream_error";
-  if (status == 503) openai_type = "service_unavailable_error";
-  if (status == 504) openai_type = "timeout_error";
-  return {status, std::string(openai_type), std::string(message), {}, std::string(type)};
+  return {status, std::string(openai_error_type(status)), std::string(message), {}, std::string(type)};
 }
 
 }  // namespace troupe::serve

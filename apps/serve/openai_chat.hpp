@@ -10,6 +10,8 @@
 // assistant's tool calls and their results), and the last message, which
 // must be the user's, becomes the question.
 
+#include "apps/serve/http.hpp"
+
 #include "signals/generation_params.hpp"
 #include "signals/token_usage.hpp"
 #include "strategy/entry.hpp"
@@ -36,7 +38,12 @@ struct openai_error {
 };
 
 openai_error invalid_request(std::string param, std::string message);
+// OpenAI's error type for an HTTP status (invalid_request_error for 4xx
+// but 409 and 429, server_error, upstream_error, timeout_error, …).
+std::string_view openai_error_type(int status);
 std::string to_json_text(const openai_error& e);
+// The error as an HTTP answer (429 with Retry-After: 1).
+http_response openai_response(const openai_error& e);
 
 struct chat_tool_call {
   std::string id;

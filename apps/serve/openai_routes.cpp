@@ -23,15 +23,6 @@ namespace {
 constexpr std::string_view conversation_header = "X-Troupe-Conversation";
 constexpr std::size_t max_conversation_header = 200;
 
-http_response openai_response(const openai_error& e) {
-  http_response r{static_cast<http::status>(e.status), 11};
-  r.set(http::field::content_type, "application/json");
-  if (e.status == 429) r.set(http::field::retry_after, "1");
-  r.body() = to_json_text(e);
-  r.prepare_payload();
-  return r;
-}
-
 http_response completion_response(const std::string& body) {
   http_response r{http::status::ok, 11};
   r.set(http::field::content_type, "application/json");
@@ -257,7 +248,7 @@ void add_openai_routes(router& r, route_context& ctx) {
     json::array data;
     for (const deployed_agent& a : ctx.agents.agents()) data.emplace_back(model_object(a));
     ex->respond(json_response(http::status::ok, {{"object", "list"}, {"data", std::move(data)}}));
-  });
+  }, {.openai_errors = true});
   r.add(http::verb::get, "/v1/models/{model}", [&ctx](const std::shared_ptr<exchange>& ex) {
     const deployed_agent* a = ctx.agents.find(ex->param("model"));
     if (!a)
@@ -265,10 +256,10 @@ void add_openai_routes(router& r, route_context& ctx) {
                                           "The model `" + ex->param("model") + "` does not exist: no agent has that id",
                                           "model", "model_not_found"}));
     ex->respond(json_response(http::status::ok, model_object(*a)));
-  });
+  }, {.openai_errors = true});
   r.add(http::verb::post, "/v1/chat/completions", [&ctx](const std::shared_ptr<exchange>& ex) {
     on_worker(ctx, ex, [&ctx](auto& e) { post_chat_completion(ctx, e); });
-  });
+  }, {.openai_errors = true});
 }
 
 }  // namespace troupe::serve

@@ -29,6 +29,9 @@ using route_handler = std::function<void(const std::shared_ptr<exchange>&)>;
 
 struct route_options {
   bool public_route = false;  // no key needed
+  // The server's own refusals (401, 413, 408, …) in OpenAI's error shape
+  // {"error":{"message","type","param","code"}}, as OpenAI clients read them.
+  bool openai_errors = false;
 };
 
 using path_params = std::vector<std::pair<std::string, std::string>>;

@@ -1,6 +1,7 @@
 #include "apps/serve/session.hpp"
 
 #include "apps/serve/exchange.hpp"
+#include "apps/serve/openai_chat.hpp"
 #include "signals/utf8.hpp"
 
 #include <boost/asio/dispatch.hpp>
@@ -85,6 +86,7 @@ void session::read_header() {
   phase_ = phase::reading;
   if (drain_asked_ || ctx_.draining) return close();
   parser_.emplace();
+  route_ = nullptr;
   parser_->header_limit(16 * 1024);
   // Set once the head has been routed: until then a Content-Length past
   // it must not be refused before the key is checked.
@@ -117,7 +119,7 @@ bool session::ended_by_read_deadline(const char* what, std::chrono::milliseconds
     return true;
   }
   keep_alive_ = false;
-  reply_now(error_response(http::status::request_timeout, "request_timeout",
+  reply_now(refusal(http::status::request_timeout, "request_timeout",
                            std::string(what) + " did not arrive within " + std::to_string(limit.count()) + " ms"));
   return true;
 }
@@ -147,12 +149,12 @@ void session::on_header(beast::error_code ec) {
 void session::refuse_request(beast::error_code ec) {
   keep_alive_ = false;  // after a malformed request the stream cannot be trusted
   if (ec == http::error::header_limit)
-    return reply_now(error_response(http::status::request_header_fields_too_large, "headers_too_large",
+    return reply_now(refusal(http::status::request_header_fields_too_large, "headers_too_large",
                                     "the request's headers exceed 16 KiB"));
   if (ec == http::error::body_limit)
-    return reply_now(error_response(http::status::payload_too_large, "body_too_large",
+    return reply_now(refusal(http::status::payload_too_large, "body_too_large",
                                     "the body exceeds " + std::to_string(ctx_.limits.max_body_bytes) + " bytes"));
-  reply_now(error_response(http::status::bad_request, "bad_request", "malformed HTTP request"));
+  reply_now(refusal(http::status::bad_request, "bad_request", "malformed HTTP request"));
 }
 
 void session::read_body() {
@@ -209,8 +211,6 @@ bool session::route_request() {
                   error_response(http::status::bad_request, "bad_request", "the request target is not a path"));
   std::vector<std::string> segments;
   for (auto s : url->segments()) segments.push_back(s);
-  if (auto bad = not_utf8(req, *url, segments))
-    return refuse("unmatched", error_response(http::status::bad_request, "invalid_utf8", *bad + " is not valid UTF-8"));
   router::match m = ctx_.routes.find(req.method(), segments);
   if (!m.found) {
     const auto status = m.path_known ? http::status::method_not_allowed : http::status::not_found;
@@ -218,11 +218,15 @@ bool session::route_request() {
                                               m.path_known ? "this path does not take " + std::string(req.method_string())
                                                            : "no route for " + std::string(url->path())));
   }
+  route_ = m.found;
+  if (auto bad = not_utf8(req, *url, segments))
+    return refuse(m.found->pattern,
+                  refusal(http::status::bad_request, "invalid_utf8", *bad + " is not valid UTF-8"));
   std::string user;
   if (!m.found->options.public_route) {
     auto known = ctx_.keys.user_of(req[http::field::authorization]);
     if (!known) {
-      http_response r = error_response(http::status::unauthorized, "unauthorized",
+      http_response r = refusal(http::status::unauthorized, "unauthorized",
                                        "this route needs a valid API key: Authorization: Bearer KEY");
       r.set(http::field::www_authenticate, "Bearer");
       return refuse(m.found->pattern, std::move(r));
@@ -231,11 +235,17 @@ bool session::route_request() {
     if (ctx_.draining) {
       keep_alive_ = false;
       return refuse(m.found->pattern,
-                    error_response(http::status::service_unavailable, "shutdown", "the server is shutting down"));
+                    refusal(http::status::service_unavailable, "shutdown", "the server is shutting down"));
     }
   }
   routed_ = routed{m.found, std::move(m.params), std::string(url->encoded_query()), std::move(user)};
   return true;
+}
+
+http_response session::refusal(http::status status, std::string_view type, std::string_view message) const {
+  if (!route_ || !route_->options.openai_errors) return error_response(status, type, message);
+  const int code = static_cast<int>(status);
+  return openai_response({code, std::string(openai_error_type(code)), std::string(message), {}, std::string(type)});
 }
 
 void session::dispatch_request() {

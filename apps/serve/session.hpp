@@ -89,6 +89,8 @@ class session : public std::enable_shared_from_this<session> {
   // after answering a refusal.
   bool route_request();
   void dispatch_request();
+  // The session's own error answer, in the shape the request's route asks for.
+  http_response refusal(http::status status, std::string_view type, std::string_view message) const;
   void reply_now(http_response r);
   void record(const http_request& req, const std::string& route, unsigned status) const;
   void queue(std::string bytes);
@@ -128,6 +130,7 @@ class session : public std::enable_shared_from_this<session> {
     std::string user;
   };
   std::optional<routed> routed_;
+  const router::route* route_ = nullptr;  // the request's, once its head is routed
   phase phase_ = phase::reading;
   bool keep_alive_ = true;
   bool drain_asked_ = false;

@@ -245,3 +245,25 @@ TEST_CASE("the agents are OpenAI's models", "[serve][openai]") {
     CHECK(json::parse(body).at("error").at("code") == "model_not_found");
   }
 }
+
+TEST_CASE("the server's own refusals on the OpenAI routes are in OpenAI's error shape", "[serve][openai]") {
+  running_server srv;
+  SECTION("a wrong key") {
+    const testing::http_reply r = testing::http_client(srv.s->port())
+                                      .send(testing::http::verb::post, "/v1/chat/completions",
+                                            R"({"model":"helper","messages":[{"role":"user","content":"hi"}]})",
+                                            {{"Authorization", "Bearer not-a-key-0123456789"}});
+    CHECK(r.status == 401);
+    const json::value e = r.json().at("error");
+    CHECK(e.at("type") == "invalid_request_error");
+    CHECK(e.at("code") == "unauthorized");
+    CHECK(e.at("param").is_null());
+    CHECK(e.at("message").as_string().find("API key") != json::string::npos);
+  }
+  SECTION("not on the conversations routes, which keep troupe's") {
+    const testing::http_reply r =
+        testing::http_client(srv.s->port()).send(testing::http::verb::get, "/v1/conversations");
+    CHECK(r.status == 401);
+    CHECK(r.error_type() == "unauthorized");
+  }
+}
