@@ -4,9 +4,9 @@
 
 #include "support/runtime_harness.hpp"
 
-#include "runtime/random_ids.hpp"
 #include "runtime/store/sqlite/sqlite_store.hpp"
 #include "signals/utf8.hpp"
+#include "support/sqlite_file.hpp"
 
 #include <sqlite3.h>
 
@@ -20,14 +20,6 @@ namespace json = boost::json;
 namespace {
 
 const std::string fffd = "\xEF\xBF\xBD";
-
-struct sqlite_file {
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("troupe-text-" + random_ids().next("db") + ".db");
-  ~sqlite_file() {
-    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + suffix);
-  }
-};
 
 // Every payload and refs text in the file, as another program would read it.
 std::vector<std::string> stored_texts(const std::filesystem::path& path) {
@@ -48,7 +40,7 @@ std::vector<std::string> stored_texts(const std::filesystem::path& path) {
 }  // namespace
 
 TEST_CASE("text that is not UTF-8 is committed mended, and the thread loads again") {
-  sqlite_file file;
+  sqlite_file file("troupe-text");
   scripted_reply first = scripted_reply::tools({call("t1", "latin1", {{"q", "\xE9t\xE9"}})});
   first.chunks = {"caf\xE9 ", "\xE2\x9C"};
   auto model = std::make_shared<scripted_provider>(std::vector<scripted_reply>{first, scripted_reply::text("fin\xE9")});

@@ -8,6 +8,7 @@
 
 #include "runtime/random_ids.hpp"
 #include "runtime/store/sqlite/sqlite_store.hpp"
+#include "support/sqlite_file.hpp"
 
 #include <atomic>
 #include <filesystem>
@@ -19,14 +20,10 @@ namespace json = boost::json;
 namespace {
 
 // A SQLite file of the test's own, and a connection to read it as a third party would.
-struct shared_file {
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("troupe-leases-" + random_ids().next("db") + ".db");
+struct shared_file : sqlite_file {
+  shared_file() : sqlite_file("troupe-leases") {}
   std::shared_ptr<sqlite_store> store = std::make_shared<sqlite_store>(path.string());
-  ~shared_file() {
-    store.reset();
-    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + suffix);
-  }
+  ~shared_file() { store.reset(); }
 };
 
 std::shared_ptr<scripted_provider> echo_model() {

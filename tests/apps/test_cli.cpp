@@ -379,10 +379,7 @@ TEST_CASE("a question in another locale's bytes is committed mended, and the thr
 
 TEST_CASE("a telemetry collector that never answers delays troupe ask's end by about a second") {
   http_test_server collector;
-  scripted_http_response hang = scripted_http_response::json(200, "{}");
-  hang.stall = true;
-  hang.chunks.clear();
-  collector.respond_always(hang);
+  collector.respond_always(scripted_http_response::never());
   struct endpoint_in_env {
     explicit endpoint_in_env(const std::string& url) { ::setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url.c_str(), 1); }
     ~endpoint_in_env() { ::unsetenv("OTEL_EXPORTER_OTLP_ENDPOINT"); }

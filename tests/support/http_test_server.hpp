@@ -40,6 +40,12 @@ struct scripted_http_response {
     for (std::size_t at = 0; at < body.size(); at += chunk_size) r.chunks.push_back(body.substr(at, chunk_size));
     return r;
   }
+  // Reads the request and never answers: a peer that hangs.
+  static scripted_http_response never() {
+    scripted_http_response r;
+    r.stall = true;
+    return r;
+  }
   static scripted_http_response json(int status, std::string body,
                                      std::vector<std::pair<std::string, std::string>> extra = {}) {
     scripted_http_response r;

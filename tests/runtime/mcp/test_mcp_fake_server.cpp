@@ -47,6 +47,14 @@ std::string endpoint_of(const background_server& http) {
   return "http://127.0.0.1:" + http.log().substr(at, http.log().find('\n', at) - at) + "/mcp";
 }
 
+// A server config for the fake served over HTTP.
+mcp_server_config over_http(const background_server& http, std::string name = "web") {
+  mcp_server_config c;
+  c.name = std::move(name);
+  c.url = endpoint_of(http);
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("a legacy stdio server: initialize, every page of tools/list, tools/call") {
@@ -264,10 +272,7 @@ TEST_CASE("a modern Streamable HTTP server: JSON and SSE responses") {
   if (sse) args.push_back("--sse");
   background_server http(fake_server(args), "listening ");
   tool_registry tools;
-  mcp_server_config c;
-  c.name = "web";
-  c.url = endpoint_of(http);
-  started_server server(c, tools);
+  started_server server(over_http(http), tools);
   const auto& status = server.status;
   INFO("sse " << sse << ": " << (status.error ? status.error->message : ""));
   REQUIRE(status.ok());
@@ -342,10 +347,7 @@ TEST_CASE("over HTTP, notifications/initialized is taken before any other reques
   // notification, which it takes 300 ms to do.
   background_server http(fake_server({"legacy", "--http", "--strict-init"}), "listening ");
   tool_registry tools;
-  mcp_server_config c;
-  c.name = "web";
-  c.url = endpoint_of(http);
-  started_server server(c, tools);
+  started_server server(over_http(http), tools);
   INFO((server.status.error ? server.status.error->message : ""));
   REQUIRE(server.status.ok());
   CHECK(outcome_text(call_tool(tools, "web__echo", {{"text", "after initialized"}})) == "echo: after initialized");
@@ -363,10 +365,7 @@ TEST_CASE("a traced tool call carries its trace context to the MCP server") {
   SECTION("over HTTP, in params._meta and as the traceparent header") {
     background_server http(fake_server({"legacy", "--http"}), "listening ");
     tool_registry tools;
-    mcp_server_config c;
-    c.name = "web";
-    c.url = endpoint_of(http);
-    started_server server(c, tools);
+    started_server server(over_http(http), tools);
     REQUIRE(server.status.ok());
     const json::value seen = json::parse(outcome_text(call_tool(tools, "web__trace", {}, traceparent)));
     CHECK(seen.at("meta") == json::value(traceparent));

@@ -94,10 +94,7 @@ TEST_CASE("the exporter posts spans to the collector", "[telemetry][otlp_exporte
 TEST_CASE("a slow or absent collector never blocks emit", "[telemetry][otlp_exporter]") {
   SECTION("a collector that does not answer: the queue fills, the rest is dropped and counted") {
     otlp_receiver collector;
-    scripted_http_response hang = scripted_http_response::json(200, "{}");
-    hang.stall = true;
-    hang.chunks.clear();
-    collector.server().respond(hang);
+    collector.server().respond(scripted_http_response::never());
     otlp_options o = local(collector.traces_url());
     o.max_queue = 4;
     o.max_batch = 1;
@@ -113,10 +110,7 @@ TEST_CASE("a slow or absent collector never blocks emit", "[telemetry][otlp_expo
   }
   SECTION("a collector that never answers: once a flush found it stuck, the end does not wait for it again") {
     otlp_receiver collector;
-    scripted_http_response hang = scripted_http_response::json(200, "{}");
-    hang.stall = true;
-    hang.chunks.clear();
-    collector.server().respond_always(hang);
+    collector.server().respond_always(scripted_http_response::never());
     otlp_options o = local(collector.traces_url());
     o.max_batch = 1;
     o.export_timeout = 60s;
