@@ -1,11 +1,56 @@
 #include "apps/serve/turn.hpp"
 
+#include "signals/json_parse.hpp"
+
+#include <algorithm>
+
 namespace troupe::serve {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::size_t event_overhead = sizeof(sse_event) + 16;
+
+std::size_t bytes_of(const sse_event& e) { return event_overhead + e.name.size() + e.data.size(); }
+
+// A delta event's text and thinking ("" when absent or not text).
+std::pair<std::string, std::string> delta_texts(const sse_event& e) {
+  boost::system::error_code ec;
+  const json::value v = parse_json(e.data, ec);
+  const auto text = [&](const char* key) {
+    const json::value* x = v.is_object() ? v.as_object().if_contains(key) : nullptr;
+    return x && x->is_string() ? std::string(x->get_string()) : std::string();
+  };
+  return {text("text"), text("thinking")};
+}
+
+json::object delta_data(std::string text, std::string thinking) {
+  json::object o{{"text", std::move(text)}};
+  if (!thinking.empty()) o["thinking"] = std::move(thinking);
+  return o;
+}
+
+}  // namespace
 
 std::uint64_t turn::subscribe(std::uint64_t after, sink s) {
   std::lock_guard lock(mutex_);
-  for (const sse_event& e : events_)
-    if (e.id > after) s(e, result_ && &e == &events_.back());
+  auto run = runs_.begin();
+  for (std::size_t i = 0; i < events_.size(); ++i) {
+    const sse_event& e = events_[i];
+    const bool last = result_ && i + 1 == events_.size();
+    while (run != runs_.end() && run->event < i) ++run;
+    if (run != runs_.end() && run->event == i && after >= run->first_id && after < e.id) {
+      // The reader saw this run up to the delta `after`: the rest of its text.
+      const std::size_t seen = after - run->first_id;
+      auto [text, thinking] = delta_texts(e);
+      s(make_event(e.id, e.name,
+                   delta_data(text.substr(run->text_ends[seen]), thinking.substr(run->thinking_ends[seen]))),
+        last);
+    } else if (e.id > after) {
+      s(e, last);
+    }
+  }
   if (result_) return 0;
   const std::uint64_t id = next_sink_++;
   sinks_.emplace(id, std::move(s));
@@ -89,10 +134,50 @@ void turn::finish(turn_result r, std::string name, const boost::json::value& dat
     result_ = r;
     deliver(events_.back(), true);
     sinks_.clear();
+    coalesce_deltas();
     waiting.swap(waiting_);
     request_.reset();
   }
   for (auto& f : waiting) f(r);
+}
+
+void turn::coalesce_deltas() {
+  std::vector<sse_event> kept;
+  kept.reserve(events_.size());
+  kept_bytes_ = 0;
+  for (std::size_t i = 0; i < events_.size();) {
+    std::size_t end = i;
+    while (end < events_.size() && events_[end].name == "message.delta") ++end;
+    if (end - i < 2) {
+      kept_bytes_ += bytes_of(events_[i]);
+      kept.push_back(std::move(events_[i]));
+      i = std::max(end, i + 1);
+      continue;
+    }
+    delta_run run{events_[i].id, kept.size(), {}, {}};
+    std::string text, thinking;
+    for (std::size_t k = i; k < end; ++k) {
+      auto [t, th] = delta_texts(events_[k]);
+      text += t;
+      thinking += th;
+      run.text_ends.push_back(static_cast<std::uint32_t>(text.size()));
+      run.thinking_ends.push_back(static_cast<std::uint32_t>(thinking.size()));
+    }
+    kept.push_back(make_event(events_[end - 1].id, "message.delta", delta_data(std::move(text), std::move(thinking))));
+    kept_bytes_ += bytes_of(kept.back()) + 8 * run.text_ends.size();
+    runs_.push_back(std::move(run));
+    i = end;
+  }
+  events_ = std::move(kept);
+  events_.shrink_to_fit();
+}
+
+std::size_t turn::kept_bytes() const {
+  std::lock_guard lock(mutex_);
+  if (result_) return kept_bytes_;
+  std::size_t n = 0;
+  for (const sse_event& e : events_) n += bytes_of(e);
+  return n;
 }
 
 }  // namespace troupe::serve

@@ -2,7 +2,9 @@
 // One turn of a conversation as the server sees it: the events it has sent
 // so far (kept, so that a client can reconnect and miss none) and, once it
 // has ended, its result. Subscribers get the kept events after the one they
-// saw last, then every new one, in order.
+// saw last, then every new one, in order. Once it has ended, each run of
+// message.delta events is kept as one (the run's text, under the id of its
+// last delta): a reader who saw part of the run gets the rest of its text.
 
 #include "apps/serve/sse.hpp"
 
@@ -63,17 +65,31 @@ class turn {
   void push(std::string name, const boost::json::value& data);
   void finish(turn_result r, std::string name, const boost::json::value& data);
 
+  // What the kept events hold, in bytes (their text, and a little per event).
+  std::size_t kept_bytes() const;
+
   std::chrono::steady_clock::time_point started() const { return started_; }
   // When the first event from the agent came (not the server's own first one).
   std::optional<std::chrono::steady_clock::time_point> first_agent_event() const;
 
  private:
   void deliver(const sse_event& e, bool last);
+  void coalesce_deltas();
+
+  // A run of deltas kept as one event: where each delta's text and thinking
+  // ended in the run's, for a reader who saw the run up to one of them.
+  struct delta_run {
+    std::uint64_t first_id = 0;
+    std::size_t event = 0;  // its event in events_
+    std::vector<std::uint32_t> text_ends, thinking_ends;
+  };
 
   turn_ids ids_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   mutable std::mutex mutex_;
   std::vector<sse_event> events_;
+  std::vector<delta_run> runs_;  // once finished
+  std::size_t kept_bytes_ = 0;
   std::map<std::uint64_t, sink> sinks_;
   std::uint64_t next_sink_ = 1;
   std::optional<turn_result> result_;

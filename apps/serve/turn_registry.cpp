@@ -57,16 +57,29 @@ void turn_registry::finished(const std::shared_ptr<turn>& t) {
   if (auto u = unfinished_by_user_.find(t->ids().user); u != unfinished_by_user_.end() && --u->second == 0)
     unfinished_by_user_.erase(u);
   last_finished_[t->ids().conversation_id] = t;
-  finished_.push_back(t);
-  while (finished_.size() > keep_finished_) {
-    const std::shared_ptr<turn> old = finished_.front();
+  if (unfinished_count_ == 0) idle_.notify_all();
+}
+
+void turn_registry::keep(const std::shared_ptr<turn>& t) {
+  const std::size_t bytes = t->kept_bytes();
+  std::lock_guard lock(mutex_);
+  finished_.emplace_back(t, bytes);
+  finished_bytes_ += bytes;
+  // The newest one stays, however large: its retry must find it.
+  while (finished_.size() > keep_finished_ || (finished_bytes_ > keep_finished_bytes_ && finished_.size() > 1)) {
+    const std::shared_ptr<turn> old = finished_.front().first;
+    finished_bytes_ -= finished_.front().second;
     finished_.pop_front();
     if (auto r = by_request_.find(old->ids().request_id); r != by_request_.end() && r->second == old)
       by_request_.erase(r);
     if (auto l = last_finished_.find(old->ids().conversation_id); l != last_finished_.end() && l->second == old)
       last_finished_.erase(l);
   }
-  if (unfinished_count_ == 0) idle_.notify_all();
+}
+
+std::size_t turn_registry::finished_bytes() const {
+  std::lock_guard lock(mutex_);
+  return finished_bytes_;
 }
 
 std::shared_ptr<turn> turn_registry::by_request(const std::string& request_id) const {

@@ -26,7 +26,10 @@ admission_verdict admit(double_texting policy, std::size_t unfinished, std::size
 
 class turn_registry {
  public:
-  explicit turn_registry(std::size_t keep_finished = 4096) : keep_finished_(keep_finished) {}
+  // Finished turns are kept for late readers and retries: at most
+  // `keep_finished` of them, holding at most `keep_finished_bytes` of events.
+  explicit turn_registry(std::size_t keep_finished = 4096, std::size_t keep_finished_bytes = 64 << 20)
+      : keep_finished_(keep_finished), keep_finished_bytes_(keep_finished_bytes) {}
 
   struct admitted {
     admission_verdict verdict;
@@ -39,8 +42,12 @@ class turn_registry {
   admitted admit_turn(const std::string& conversation_id, const std::string& request_id, const std::string& user,
                       double_texting policy, std::size_t max_queued, std::size_t max_per_user,
                       const std::function<std::shared_ptr<turn>()>& make);
-  // Moves the turn to the finished ones.
+  // The turn has ended: it no longer holds up its conversation.
   void finished(const std::shared_ptr<turn>& t);
+  // Keeps an ended turn (its events coalesced by now) among the finished
+  // ones, the oldest giving way past either bound.
+  void keep(const std::shared_ptr<turn>& t);
+  std::size_t finished_bytes() const;
 
   std::shared_ptr<turn> by_request(const std::string& request_id) const;
   // The oldest unfinished turn of the conversation, else its newest finished one still kept.
@@ -52,12 +59,14 @@ class turn_registry {
 
  private:
   std::size_t keep_finished_;
+  std::size_t keep_finished_bytes_;
   mutable std::mutex mutex_;
   mutable std::condition_variable idle_;
   std::map<std::string, std::vector<std::shared_ptr<turn>>> unfinished_;  // by conversation, oldest first
   std::map<std::string, std::shared_ptr<turn>> by_request_;
-  std::map<std::string, std::shared_ptr<turn>> last_finished_;  // by conversation
-  std::deque<std::shared_ptr<turn>> finished_;                  // oldest first, bounded
+  std::map<std::string, std::shared_ptr<turn>> last_finished_;          // by conversation
+  std::deque<std::pair<std::shared_ptr<turn>, std::size_t>> finished_;  // oldest first, with their bytes
+  std::size_t finished_bytes_ = 0;
   std::size_t unfinished_count_ = 0;
   std::map<std::string, std::size_t> unfinished_by_user_;
 };

@@ -19,6 +19,7 @@ void complete(turn_context& ctx, const std::shared_ptr<turn>& t, const deployed_
   // Unregistered first: whoever hears the answer finds the conversation free.
   ctx.turns.finished(t);
   t->finish(result, name, data);
+  ctx.turns.keep(t);
   const auto first = t->first_agent_event();
   turn_record rec{t->ids().agent_id,
                   t->ids().conversation_id,

@@ -1,0 +1,95 @@
+// What a finished turn keeps of its events: runs of deltas as one event,
+// with a reader who saw part of a run still getting exactly the rest; and
+// the finished turns the server keeps, bounded by count and by bytes.
+
+#include "apps/serve/turn.hpp"
+#include "apps/serve/turn_registry.hpp"
+
+#include <boost/json.hpp>
+#include <catch2/catch.hpp>
+
+using namespace troupe;
+using namespace troupe::serve;
+namespace json = boost::json;
+
+namespace {
+
+std::shared_ptr<turn> finished_turn_of(const std::string& request_id, int deltas, std::size_t delta_bytes = 8) {
+  auto t = std::make_shared<turn>(turn_ids{request_id, "conv", "thread", "agent", "alice", "hi", "", {}, {}, 0});
+  t->push("conversation", json::object{{"request_id", request_id}});
+  for (int i = 0; i < deltas; ++i)
+    t->push("message.delta", json::object{{"text", std::string(delta_bytes - 1, 'a' + i % 26) + "|"}});
+  t->push("tool.started", json::object{{"name", "calculator"}});
+  t->push("message.delta", json::object{{"text", "after the tool"}});
+  t->finish(turn_result{reply{request_id, std::string("done"), {}, 1}, 0, true}, "message.completed",
+            json::object{{"answer", "done"}});
+  return t;
+}
+
+struct read_events {
+  std::vector<sse_event> events;
+  bool ended = false;
+};
+
+read_events read_after(turn& t, std::uint64_t after) {
+  read_events out;
+  t.subscribe(after, [&](const sse_event& e, bool last) {
+    out.events.push_back(e);
+    out.ended = last;
+  });
+  return out;
+}
+
+std::string text_of(const sse_event& e) { return std::string(json::parse(e.data).at("text").as_string()); }
+
+}  // namespace
+
+TEST_CASE("a finished turn keeps each run of deltas as one event") {
+  auto t = finished_turn_of("r1", 100);
+  // Events: 1 conversation, 2..101 deltas, 102 tool.started, 103 a lone delta, 104 completed.
+  std::string whole;
+  for (int i = 0; i < 100; ++i) whole += std::string(7, 'a' + i % 26) + "|";
+
+  SECTION("a reader from the start gets the run's whole text under its last delta's id") {
+    const read_events r = read_after(*t, 0);
+    REQUIRE(r.events.size() == 5);
+    CHECK(r.events[1].name == "message.delta");
+    CHECK(r.events[1].id == 101);
+    CHECK(text_of(r.events[1]) == whole);
+    CHECK(r.events[2].id == 102);
+    CHECK(text_of(r.events[3]) == "after the tool");
+    CHECK(r.events[4].name == "message.completed");
+    CHECK(r.ended);
+  }
+  SECTION("a reader who saw part of the run gets exactly the rest of it") {
+    const read_events r = read_after(*t, 41);  // saw the conversation and 40 deltas
+    REQUIRE(r.events.size() == 4);
+    CHECK(r.events[0].id == 101);
+    CHECK(text_of(r.events[0]) == whole.substr(40 * 8));
+    CHECK(r.ended);
+  }
+  SECTION("a reader who saw the whole run gets what follows it") {
+    const read_events r = read_after(*t, 101);
+    REQUIRE(r.events.size() == 3);
+    CHECK(r.events[0].id == 102);
+  }
+  SECTION("what it keeps is a fraction of the events it sent") { CHECK(t->kept_bytes() < 2 * whole.size() + 2'000); }
+}
+
+TEST_CASE("the finished turns kept are bounded by their bytes too") {
+  const std::size_t one = finished_turn_of("probe", 200, 64)->kept_bytes();
+  turn_registry turns(4096, 3 * one);
+  for (int i = 0; i < 5; ++i) {
+    const std::string id = "r" + std::to_string(i);
+    auto t = finished_turn_of(id, 200, 64);
+    auto admitted =
+        turns.admit_turn(t->ids().conversation_id, id, "alice", double_texting::enqueue, 8, 8, [&] { return t; });
+    REQUIRE(admitted.started == t);
+    turns.finished(t);
+    turns.keep(t);
+  }
+  CHECK(turns.finished_bytes() <= 3 * one);
+  CHECK_FALSE(turns.by_request("r0"));
+  CHECK_FALSE(turns.by_request("r1"));
+  CHECK(turns.by_request("r4"));
+}
