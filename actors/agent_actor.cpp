@@ -325,7 +325,8 @@ class agent_logic {
         return;
       }
       fail_queued_asks(slot, error_type::shutdown, "the agent is stopping");
-      if (!slot.asks.running().empty()) run(slot, cancel{slot.asks.running(), "the agent is stopping"});
+      if (!slot.asks.running().empty())
+        run(slot, cancel{slot.asks.running(), "the agent is stopping", error_type::shutdown});
     });
     for (const auto& id : loading) st_.threads.erase(id);
     return settled();

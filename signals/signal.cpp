@@ -54,7 +54,11 @@ json::value data_of(const tool_result& r) {
   return o;
 }
 
-json::value data_of(const cancel& c) { return json::object{{"request_id", c.request_id}, {"reason", c.reason}}; }
+json::value data_of(const cancel& c) {
+  json::object o{{"request_id", c.request_id}, {"reason", c.reason}};
+  if (!c.error_type.empty()) o["error_type"] = c.error_type;
+  return o;
+}
 
 // Required identifiers must be non-empty as well as present.
 std::string required_id(json_reader& r, std::string_view key) {
@@ -141,6 +145,7 @@ decoded<signal> decode_cancel(json_reader& r) {
   cancel c;
   c.request_id = required_id(r, "request_id");
   c.reason = r.optional_string("reason").value_or("");
+  c.error_type = r.optional_string("error_type").value_or("");
   if (!r.ok()) return r.error();
   return signal{std::move(c)};
 }
@@ -216,7 +221,9 @@ bool repair_utf8(signal& s) {
                                      r.outcome);
                           return repaired;
                         },
-                        [](cancel& c) { return repair_utf8(c.reason); },
+                        [](cancel& c) {
+                          return repair_each({&c.reason, &c.error_type});
+                        },
                     },
                     s);
 }

@@ -89,7 +89,8 @@ class stepper {
       }
       commit_tool_results();
     }
-    end_with_error(error_info::of(error_type::cancelled, c.reason.empty() ? "the request was cancelled" : c.reason));
+    end_with_error(error_info::of(c.error_type.empty() ? error_type::cancelled : c.error_type,
+                                  c.reason.empty() ? "the request was cancelled" : c.reason));
   }
 
   void on_completion(const llm_completion& c) {

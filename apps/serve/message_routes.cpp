@@ -97,7 +97,9 @@ void post_message(route_context& ctx, const std::shared_ptr<exchange>& ex) {
         if (!r->result)
           return ex->respond(error_response(http::status::conflict, "turn_incomplete",
                                             "the turn of this Idempotency-Key started but did not end"));
-        return serve_replay(ex, *r, ids, 0, as_stream);
+        // A turn cut by a shutdown was never answered (its client was told
+        // 503, retryable): the retry runs it, under the same request id.
+        if (!cut_by_shutdown(*r->result)) return serve_replay(ex, *r, ids, 0, as_stream);
       }
   }
 

@@ -8,6 +8,11 @@ namespace troupe::serve {
 
 namespace json = boost::json;
 
+bool cut_by_shutdown(const turn_result& r) {
+  const auto* e = std::get_if<error_info>(&r.outcome.outcome);
+  return e && e->type == error_type::shutdown;
+}
+
 std::optional<replayed_turn> replay_turn(const thread_view& t, const std::string& request_id, turn_ids ids) {
   std::string wanted = request_id;
   if (wanted.empty()) {
@@ -36,6 +41,10 @@ std::optional<replayed_turn> replay_turn(const thread_view& t, const std::string
       const auto role = string_field(p, "role");
       const std::string content(string_field(p, "content").value_or(""));
       if (role == "user") {
+        // A request run again (its first run cut by a shutdown) starts over
+        // at its question: the replay is of the last run.
+        out.events.resize(1);
+        ended.reset();
         out.content = content;
       } else if (role == "assistant") {
         delta_event d{wanted, content, std::string(string_field(p, "thinking").value_or(""))};

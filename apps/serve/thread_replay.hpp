@@ -25,6 +25,10 @@ struct replayed_turn {
 
 // The turn of `request_id` (empty: the thread's last turn), or nullopt if
 // the thread has no such turn.
+// Whether a turn ended because the server stopped under it (shutdown): its
+// client was told to retry, and nothing answered it.
+bool cut_by_shutdown(const turn_result& r);
+
 std::optional<replayed_turn> replay_turn(const thread_view& t, const std::string& request_id, turn_ids ids);
 
 // An ended replayed turn (its result set) as a finished turn holding its

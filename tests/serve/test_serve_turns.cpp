@@ -4,6 +4,7 @@
 // nothing here waits on a clock.
 
 #include "support/serve_fixture.hpp"
+#include "support/sqlite_file.hpp"
 
 #include <condition_variable>
 #include <future>
@@ -350,4 +351,38 @@ TEST_CASE("serve: a stream the model is silent on") {
     CHECK(heartbeat);
     f.model->release("hold-beat");
   }
+}
+
+TEST_CASE("serve: a turn cut by a shutdown runs when its Idempotency-Key is retried") {
+  sqlite_file db("troupe-serve-cut");
+  const std::string store = "sqlite:" + db.path.string();
+  const auto with_key = as_user(alice_key, {{"Idempotency-Key", "cut-by-shutdown"}});
+  {
+    serve_fixture f(store, "drain_deadline_seconds = 0.1\n");
+    http_client live = f.client();
+    live.open_stream(chat("c1"), message_body("helper", "hold-cut"), with_key);
+    REQUIRE(live.next_event()->name == "conversation");
+    REQUIRE(f.model->wait_held("hold-cut"));
+    f.server->drain();
+    const auto ended = live.rest_of_stream();
+    REQUIRE_FALSE(ended.empty());
+    // The live client is told to come back.
+    CHECK(ended.back().data.at("error").at("type") == "shutdown");
+  }
+  serve_fixture f(store);
+  http_client again = f.client();
+  again.open_stream(chat("c1"), message_body("helper", "hold-cut"), with_key);
+  REQUIRE(f.model->wait_held("hold-cut"));  // run again, not answered from the thread
+  REQUIRE(f.model->release("hold-cut"));
+  const auto events = again.rest_of_stream();
+  REQUIRE_FALSE(events.empty());
+  CHECK(events.back().name == "message.completed");
+  CHECK(events.back().data.at("answer") == "done: hold-cut");
+  // A later retry gets that answer, without running it a third time.
+  http_client later = f.client();
+  const json::value replayed =
+      later.send(http::verb::post, chat("c1"), message_body("helper", "hold-cut"), with_key).json();
+  CHECK(replayed.at("answer") == "done: hold-cut");
+  CHECK(f.model->calls() == 1);
+  f.server->drain();
 }
