@@ -182,7 +182,8 @@ bool repair_each(std::initializer_list<std::string*> texts) {
 bool repair_error(error_info& e) { return repair_each({&e.type, &e.message}); }
 
 bool repair_call(tool_call& c) {
-  bool repaired = repair_each({&c.id, &c.name}) | repair_utf8(c.arguments);
+  bool repaired = repair_each({&c.id, &c.name});
+  repaired |= repair_utf8(c.arguments);
   if (c.invalid_arguments) repaired |= repair_utf8(*c.invalid_arguments);
   return repaired;
 }

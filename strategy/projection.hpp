@@ -35,6 +35,20 @@ struct projection {
   context_meta meta;
 };
 
+// Where the window's walk stood, and what its decisions rested on.
+struct window_basis {
+  std::uint64_t end = 0;        // the entries it saw: committed and pending
+  std::uint64_t committed = 0;  // of which committed
+  small_string last_committed_id;
+  std::uint64_t pending_digest = 0;  // of what the pending entries showed it (projection.cpp)
+  context_policy policy;
+  std::size_t lower = 0;    // the latest summary's boundary
+  std::int64_t fixed = 0;   // the tokens of the system prompt and summary
+  std::size_t stop_at = 0;  // where the walk stopped
+  bool stopped_early = false;
+  bool extended = false;  // this window extended an earlier one instead of being walked
+};
+
 // What a projection of a thread decided, for the next projection of the
 // same thread to reuse: the messages of the window's units (a unit of
 // committed entries never changes), and what the window was decided from,
@@ -57,19 +71,10 @@ struct unit_cache {
     std::size_t entries_included = 0;  // entries of included kinds
     bool is_user = false;              // begins a turn
   };
-  // Where the window's walk stood, and what its decisions rested on.
-  struct basis {
-    std::uint64_t end = 0;        // the entries it saw: committed and pending
-    std::uint64_t committed = 0;  // of which committed
-    small_string last_committed_id;
-    std::uint64_t pending_digest = 0;  // of what the pending entries showed it (projection.cpp)
-    context_policy policy;
-    std::size_t lower = 0;    // the latest summary's boundary
-    std::int64_t fixed = 0;   // the tokens of the system prompt and summary
-    std::size_t stop_at = 0;  // where the walk stopped
-    bool stopped_early = false;
-    bool extended = false;  // this window extended an earlier one instead of being walked
-  };
+  // At namespace scope: clang cannot tell whether a nested struct with
+  // member initializers is default-constructible inside its enclosing
+  // class, and std::optional<basis>::emplace() then does not compile.
+  using basis = window_basis;
   std::string thread_id;
   std::vector<std::shared_ptr<const unit>> units;  // the window, by first_seq
   std::optional<basis> extend_from;

@@ -51,8 +51,9 @@ std::vector<std::pair<std::string, std::string>> key_values(std::string_view lis
 void merge(std::vector<std::pair<std::string, std::string>>& base,
            std::vector<std::pair<std::string, std::string>> more) {
   for (auto& [k, v] : more) {
-    auto same =
-        std::find_if(base.begin(), base.end(), [&](const auto& kv) { return ascii_lower(kv.first) == ascii_lower(k); });
+    // Named outside the lambda: clang 14 cannot capture a structured binding.
+    const std::string key = ascii_lower(k);
+    auto same = std::find_if(base.begin(), base.end(), [&](const auto& kv) { return ascii_lower(kv.first) == key; });
     if (same != base.end())
       same->second = std::move(v);
     else
