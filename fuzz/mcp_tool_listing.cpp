@@ -30,7 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto decoded = mcp::decode_listed_tool(listed, "fuzz", !input.empty() && input.back() == '\n');
     auto* t = std::get_if<mcp::listed_tool>(&decoded);
     if (!t) {
-      fuzz::require(std::get<error_info>(decoded).type == "mcp_invalid_tool", "a listed tool refused with another type");
+      fuzz::require(std::get<error_info>(decoded).type == "mcp_invalid_tool",
+                    "a listed tool refused with another type");
       continue;
     }
     tool wrapped;

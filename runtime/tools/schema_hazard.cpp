@@ -110,13 +110,14 @@ bool has_id(const json::object& o, bool& relative) {
   const bool empty = (id->is_object() && id->get_object().empty()) || (id->is_array() && id->get_array().empty());
   if (!id->is_string() && !id->is_number() && !id->is_bool() && !empty) return false;
   const std::string text = id->is_string() ? std::string(id->get_string()) : std::string();
-  relative = !id->is_string() || !(valijson::internal::uri::isUriAbsolute(text) || valijson::internal::uri::isUrn(text));
+  relative =
+      !id->is_string() || !(valijson::internal::uri::isUriAbsolute(text) || valijson::internal::uri::isUrn(text));
   return true;
 }
 
 struct schema_node {
   const json::object* object;
-  std::string path;  // where it was first found
+  std::string path;                                // where it was first found
   std::vector<std::pair<std::size_t, bool>> next;  // a subschema, and whether it applies to the same value
   const json::string* ref = nullptr;
   bool id = false;
@@ -160,8 +161,7 @@ class schema_graph {
         sub(o.if_contains("not"), "/not", true);
         if (o.contains("if"))
           for (const char* k : {"if", "then", "else"}) sub(o.if_contains(k), std::string("/") + k, true);
-        if (const json::value* d = o.if_contains("dependencies"); d && d->is_object())
-          each(d, "/dependencies", true);
+        if (const json::value* d = o.if_contains("dependencies"); d && d->is_object()) each(d, "/dependencies", true);
         for (const char* k : {"contains", "propertyNames", "additionalProperties"})
           sub(o.if_contains(k), std::string("/") + k, false);
         if (const json::value* items = o.if_contains("items"); items && items->is_array()) {

@@ -25,7 +25,8 @@ struct registered_tool::compiled_schema {
 
 registered_tool::registered_tool(tool t) : tool_(std::move(t)), schema_(std::make_unique<compiled_schema>()) {
   const auto unusable = [&](const std::string& why) {
-    return std::invalid_argument("tool \"" + tool_.spec.name + "\": its parameters are not a usable JSON Schema: " + why);
+    return std::invalid_argument("tool \"" + tool_.spec.name +
+                                 "\": its parameters are not a usable JSON Schema: " + why);
   };
   // Checked before anything copies the schema: valijson, and Boost.JSON's
   // copy, would overflow the stack on some of what it refuses.

@@ -141,7 +141,8 @@ TEST_CASE("schemas valijson would recurse on without end are refused before it c
                                      "definitions": {"a": {"$ref": "#/definitions/b"}, "b": {"$ref": "#/definitions/a"}}})")),
                Catch::Contains("cycle of \"$ref\""));
   }
-  SECTION("two definitions that refer to each other ($defs) through allOf: compiles, then recurses on every validation") {
+  SECTION(
+      "two definitions that refer to each other ($defs) through allOf: compiles, then recurses on every validation") {
     CHECK_THAT(refusal(schema_of(R"({"$ref": "#/$defs/a",
                                      "$defs": {"a": {"allOf": [{"$ref": "#/$defs/b"}]}, "b": {"$ref": "#/$defs/a"}}})")),
                Catch::Contains("cycle of \"$ref\""));
@@ -159,8 +160,9 @@ TEST_CASE("schemas valijson would recurse on without end are refused before it c
   }
   SECTION("a pointer of a hundred thousand empty tokens") {
     const std::string ref = "#" + std::string(100'000, '/') + "definitions/a";
-    CHECK_THAT(refusal(json::object{{"properties", {{"x", {{"$ref", ref}}}}}, {"definitions", {{"a", json::object{}}}}}),
-               Catch::Contains("tokens"));
+    CHECK_THAT(
+        refusal(json::object{{"properties", {{"x", {{"$ref", ref}}}}}, {"definitions", {{"a", json::object{}}}}}),
+        Catch::Contains("tokens"));
   }
   SECTION("a hundred thousand nested schemas") {
     json::value nested = json::object{};
@@ -193,8 +195,8 @@ TEST_CASE("a recursive schema whose references descend into the value is compile
         R"({"root": {"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]}, {"name": "d"}]}})")));
   }
   SECTION("a violation deep in the tree is named with its path") {
-    const auto invalid = t->validate(
-        schema_of(R"({"root": {"name": "a", "children": [{"name": "b", "children": [{"name": 3}]}]}})"));
+    const auto invalid =
+        t->validate(schema_of(R"({"root": {"name": "a", "children": [{"name": "b", "children": [{"name": 3}]}]}})"));
     REQUIRE(invalid);
     CHECK_THAT(invalid->message, Catch::Contains("/root/children/0/children/0/name"));
   }
