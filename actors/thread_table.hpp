@@ -115,7 +115,7 @@ class thread_table {
   };
   struct entry {
     Slot slot;
-    std::list<lru_mark>::iterator at;
+    typename std::list<lru_mark>::iterator at;
   };
   thread_limits limits_;
   std::unordered_map<std::string, entry> slots_;  // node-based: references stay valid
