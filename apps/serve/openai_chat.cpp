@@ -246,10 +246,13 @@ std::variant<chat_turn, openai_error> to_turn(const chat_request& req) {
         json::value args = parse_json(c.arguments.empty() ? std::string_view("{}") : c.arguments, ec);
         if (ec || !args.is_object())
           return invalid_request("messages", arguments_path + ": expected the text of a JSON object");
+        // One result per id: a second call with it would be left unanswered.
+        if (!open_calls.emplace(c.id, c.name).second)
+          return invalid_request("messages", element_path(path + ".tool_calls", j) + ".id: \"" + c.id +
+                                                 "\" is the id of an earlier call of this message");
         turn.history.push_back({std::string(entry_kind::tool_call),
                                 {{"name", c.name}, {"arguments", std::move(args.as_object())}},
                                 {{"call_id", call_id}, {"tool_call_id", c.id}}});
-        open_calls.emplace(c.id, c.name);
       }
       open_since = path;
     } else {  // tool

@@ -86,7 +86,8 @@ struct chat_turn {
 
 // Fails when the messages cannot form a turn: the last one is not the
 // user's, a tool message answers no earlier tool call, an assistant's tool
-// call is left unanswered, or its arguments are not a JSON object.
+// call is left unanswered or shares its id with another, or its arguments
+// are not a JSON object.
 std::variant<chat_turn, openai_error> to_turn(const chat_request& r);
 
 // What every chunk and the completion share.

@@ -194,6 +194,13 @@ TEST_CASE("messages that cannot form a turn are refused", "[serve][openai]") {
       {"role":"user","content":"a"}]})")
               .message == "messages[0].tool_calls[0].function.arguments: expected the text of a JSON object");
   }
+  SECTION("two tool calls with one id: one result cannot answer both") {
+    const openai_error e = turn_refused(R"({"model":"m","messages":[{"role":"assistant","tool_calls":[
+      {"id":"c1","function":{"name":"f","arguments":"{}"}},{"id":"c1","function":{"name":"g","arguments":"{}"}}]},
+      {"role":"tool","tool_call_id":"c1","content":"x"},{"role":"user","content":"a"}]})");
+    CHECK(e.param == "messages");
+    CHECK(e.message == "messages[0].tool_calls[1].id: \"c1\" is the id of an earlier call of this message");
+  }
 }
 
 TEST_CASE("answers are written in OpenAI's shapes", "[serve][openai]") {
