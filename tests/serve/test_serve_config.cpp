@@ -106,6 +106,12 @@ TEST_CASE("a serve config") {
                Catch::Contains("keys[0].user: is required"));
     CHECK_THAT(refusal(agent + key + key), Catch::Contains("keys[1].key: the same key is given twice"));
   }
+  SECTION("with a non-ASCII character where toml++ 3.3.0 asks if it is whitespace is read as TOML says") {
+    // A line-ending backslash in a multi-line string, then U+00A7; a key with U+01D4.
+    CHECK_THAT(refusal("s = \"\"\"\\\n\u00a7\"\"\"\n" + agent + key),
+               Catch::Contains("serve.toml: s: is not a known field"));
+    CHECK_THAT(refusal("a\u01d4 = 1\n" + agent + key), Catch::Contains("serve.toml:1: "));
+  }
 }
 
 TEST_CASE("keys") {
