@@ -18,7 +18,8 @@ cd "$(dirname "$0")/.."
 
 seconds="${1:?usage: scripts/fuzz.sh SECONDS [TARGET...]}"
 shift
-all_targets=(sse_parser openai_stream anthropic_stream responses envelope tool_arguments thread_json)
+all_targets=(sse_parser openai_stream anthropic_stream responses envelope tool_arguments mcp_tool_listing
+  thread_json mcp_message openai_chat serve_config)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all_targets[@]}")
 
