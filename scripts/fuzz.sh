@@ -13,24 +13,35 @@
 # copy it into fuzz/corpus/NAME: ctest then replays it in every build). Exits
 # non-zero if any target crashed; the figures of each run are printed at the
 # end (and the logs are in build-fuzz/logs).
+#
+#   bash scripts/fuzz.sh --build-only             # only build (scripts/test.sh)
+#   bash scripts/fuzz.sh --no-build 5 envelope    # only run (ctest's "fuzz run: NAME")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds="${1:?usage: scripts/fuzz.sh SECONDS [TARGET...]}"
+build=1
+run=1
+case "${1:-}" in
+  --build-only) run=0; shift; set -- 0 "$@" ;;
+  --no-build) build=0; shift ;;
+esac
+seconds="${1:?usage: scripts/fuzz.sh [--build-only | --no-build] SECONDS [TARGET...]}"
 shift
 all_targets=(sse_parser openai_stream anthropic_stream responses envelope tool_arguments mcp_tool_listing
   thread_json mcp_message openai_chat serve_config)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all_targets[@]}")
 
-bash scripts/install-deps.sh clang libclang-rt-14-dev
-
 build_dir="${TROUPE_FUZZ_BUILD_DIR:-build-fuzz}"
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
-  -DTROUPE_FUZZ=ON -DTROUPE_BUILD_TESTS=OFF -DTROUPE_BUILD_BENCH=OFF -DTROUPE_WERROR=ON "${launcher[@]}" >/dev/null
-cmake --build "$build_dir" --parallel "$(nproc)" --target "${targets[@]/#/fuzz_}"
+if ((build)); then
+  bash scripts/install-deps.sh clang libclang-rt-14-dev
+  launcher=()
+  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+    -DTROUPE_FUZZ=ON -DTROUPE_BUILD_TESTS=OFF -DTROUPE_BUILD_BENCH=OFF -DTROUPE_WERROR=ON "${launcher[@]}" >/dev/null
+  cmake --build "$build_dir" --parallel "$(nproc)" --target "${targets[@]/#/fuzz_}"
+fi
+((run)) || exit 0
 
 seeds_of() {
   echo "fuzz/corpus/$1"
@@ -53,6 +64,11 @@ for name in "${targets[@]}"; do
     if [ -d "$seed" ]; then cp -n "$seed"/* "$corpus"/ 2>/dev/null || true; else cp -n "$seed" "$corpus"/; fi
   done
   echo "== $name: $seconds s"
+  if [ ! -x "$build_dir/fuzz/fuzz_$name" ]; then
+    failed+=("$name")
+    summary+=("$name: NOT BUILT ($build_dir/fuzz/fuzz_$name is missing: scripts/fuzz.sh --build-only)")
+    continue
+  fi
   status=0
   "$build_dir/fuzz/fuzz_$name" "$corpus" -max_total_time="$seconds" -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$crashes/" >"$log" 2>&1 || status=$?
@@ -69,6 +85,6 @@ done
 
 printf '%s\n' "${summary[@]}"
 if ((${#failed[@]})); then
-  echo "crashed: ${failed[*]}" >&2
+  echo "failed: ${failed[*]}" >&2
   exit 1
 fi

@@ -8,6 +8,13 @@
 # chat page's test) by tests/serve/js/package-lock.json (npm ci; Debian's
 # nodejs and npm if missing).
 #
+# Beside the gcc build, the fuzz targets are built with clang, libFuzzer,
+# ASan and UBSan into build-fuzz/ (scripts/fuzz.sh --build-only: a clang
+# warning or error fails the run before any test), and ctest runs each for
+# a few seconds ("fuzz run: NAME"; a crash fails it) besides replaying its
+# corpus ("fuzz regression: NAME"). ctest also checks every tracked .cpp and
+# .hpp against .clang-format ("clang-format compliance").
+#
 # --sanitize builds the test suite with AddressSanitizer and
 # UndefinedBehaviorSanitizer into build-sanitize/ (or $TROUPE_BUILD_DIR) and
 # runs it the same way; any report fails the test that made it.
@@ -24,8 +31,13 @@ if [ "${1:-}" = "--sanitize" ]; then
 elif [ $# -gt 0 ]; then
   echo "usage: scripts/test.sh [--sanitize]" >&2
   exit 2
+else
+  bash scripts/fuzz.sh --build-only
+  fuzz_dir="${TROUPE_FUZZ_BUILD_DIR:-build-fuzz}"
+  [[ "$fuzz_dir" = /* ]] || fuzz_dir="$root/$fuzz_dir"
+  export TROUPE_CMAKE_ARGS="${TROUPE_CMAKE_ARGS:-} -DTROUPE_FUZZ_RUN_DIR=$fuzz_dir"
 fi
-bash scripts/install-deps.sh postgresql chromium
+bash scripts/install-deps.sh postgresql chromium clang-format
 command -v node >/dev/null && command -v npm >/dev/null || bash scripts/install-deps.sh nodejs npm
 npm ci --prefix tests/mcp --no-audit --no-fund
 npm ci --prefix tests/serve/js --no-audit --no-fund
