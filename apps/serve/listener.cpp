@@ -4,17 +4,50 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <algorithm>
+#include <cerrno>
+
 namespace troupe::serve {
 
 namespace net = boost::asio;
 
+namespace {
+
+const std::string& busy_response() {
+  static const std::string busy = [] {
+    const std::string body =
+        "{\"error\":{\"type\":\"too_many_connections\",\"message\":\"the server is at its connection limit\"}}\n";
+    return "HTTP/1.1 503 Service Unavailable\r\nServer: troupe\r\nContent-Type: application/json\r\n"
+           "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+  }();
+  return busy;
+}
+
+int take_reserve() { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
+bool out_of_descriptors(const boost::system::error_code& ec) {
+  return ec == net::error::no_descriptors || ec == boost::system::errc::too_many_files_open_in_system;
+}
+
+}  // namespace
+
 listener::listener(net::io_context& io, const net::ip::tcp::endpoint& at, connection_context& ctx)
-    : io_(io), acceptor_(net::make_strand(io)), ctx_(ctx) {
+    : io_(io), acceptor_(net::make_strand(io)), retry_(acceptor_.get_executor()), reserve_(take_reserve()), ctx_(ctx) {
   acceptor_.open(at.protocol());
   acceptor_.set_option(net::socket_base::reuse_address(true));
   acceptor_.bind(at);
   acceptor_.listen(net::socket_base::max_listen_connections);
+  // refuse_with_reserve() accepts on it directly, and must not wait.
+  acceptor_.non_blocking(true);
   port_ = acceptor_.local_endpoint().port();
+}
+
+listener::~listener() {
+  if (reserve_ >= 0) ::close(reserve_);
 }
 
 void listener::start() {
@@ -24,6 +57,7 @@ void listener::start() {
 void listener::stop() {
   net::post(acceptor_.get_executor(), [self = shared_from_this()] {
     boost::system::error_code ec;
+    self->retry_.cancel();
     self->acceptor_.close(ec);
   });
 }
@@ -32,31 +66,54 @@ void listener::accept() {
   acceptor_.async_accept(net::make_strand(io_),
                          [self = shared_from_this()](boost::system::error_code ec, net::ip::tcp::socket socket) {
                            if (ec == net::error::operation_aborted || !self->acceptor_.is_open()) return;
-                           if (!ec) {
-                             if (self->ctx_.sessions.size() >= self->ctx_.limits.max_connections) {
-                               self->refuse(std::move(socket));
-                             } else {
-                               socket.set_option(net::ip::tcp::no_delay(true), ec);
-                               auto s = std::make_shared<session>(std::move(socket), self->ctx_);
-                               self->ctx_.sessions.add(s);
-                               s->start();
-                             }
+                           if (ec == net::error::connection_aborted) return self->accept();
+                           if (out_of_descriptors(ec) && self->refuse_with_reserve()) return self->accept();
+                           if (ec) return self->back_off();
+                           self->backoff_ = std::chrono::milliseconds(0);
+                           if (self->ctx_.sessions.size() >= self->ctx_.limits.max_connections) {
+                             self->refuse(std::move(socket));
+                           } else {
+                             socket.set_option(net::ip::tcp::no_delay(true), ec);
+                             auto s = std::make_shared<session>(std::move(socket), self->ctx_);
+                             self->ctx_.sessions.add(s);
+                             s->start();
                            }
-                           // Errors such as running out of descriptors end one accept, not the server.
                            self->accept();
                          });
 }
 
+bool listener::refuse_with_reserve() {
+  if (reserve_ >= 0) ::close(reserve_);
+  // The listening socket is non-blocking, so this cannot wait: a client
+  // that went away in between leaves nothing to accept.
+  const int client = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  const bool nothing_waiting = client < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  if (client >= 0) {
+    // A fresh socket's send buffer takes the few hundred bytes whole.
+    const std::string& busy = busy_response();
+    [[maybe_unused]] const ssize_t sent = ::send(client, busy.data(), busy.size(), MSG_NOSIGNAL);
+    ::shutdown(client, SHUT_WR);
+    ::close(client);
+  }
+  reserve_ = take_reserve();
+  return reserve_ >= 0 && (client >= 0 || nothing_waiting);
+}
+
+void listener::back_off() {
+  // Each failure in a row waits twice as long, up to a second; an accept
+  // that succeeds starts over.
+  backoff_ = std::min(std::chrono::milliseconds(1000), std::max(std::chrono::milliseconds(10), backoff_ * 2));
+  retry_.expires_after(backoff_);
+  retry_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (ec || !self->acceptor_.is_open()) return;
+    if (self->reserve_ < 0) self->reserve_ = take_reserve();
+    self->accept();
+  });
+}
+
 void listener::refuse(net::ip::tcp::socket socket) {
-  static const std::string busy = [] {
-    const std::string body =
-        "{\"error\":{\"type\":\"too_many_connections\",\"message\":\"the server is at its connection limit\"}}\n";
-    return "HTTP/1.1 503 Service Unavailable\r\nServer: troupe\r\nContent-Type: application/json\r\n"
-           "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
-           std::to_string(body.size()) + "\r\n\r\n" + body;
-  }();
   auto s = std::make_shared<net::ip::tcp::socket>(std::move(socket));
-  net::async_write(*s, net::buffer(busy), [s](boost::system::error_code, std::size_t) {
+  net::async_write(*s, net::buffer(busy_response()), [s](boost::system::error_code, std::size_t) {
     boost::system::error_code ignored;
     s->shutdown(net::ip::tcp::socket::shutdown_both, ignored);
     s->close(ignored);

@@ -7,6 +7,7 @@
 // history (only the last message is new).
 
 #include "apps/serve/openai_routes.hpp"
+#include "apps/serve/client_error.hpp"
 #include "apps/serve/openai_chat.hpp"
 #include "apps/serve/route_context.hpp"
 #include "apps/serve/thread_replay.hpp"
@@ -82,7 +83,7 @@ void answer_once(const std::shared_ptr<exchange>& ex, const std::shared_ptr<turn
     if (const auto* answer = std::get_if<std::string>(&r.outcome.outcome))
       return ex->respond(completion_response(completion_json(h, *answer, r.outcome.usage)));
     const auto& e = std::get<error_info>(r.outcome.outcome);
-    ex->respond(openai_response(turn_error(e.type, e.message)));
+    ex->respond(openai_response(turn_error(e.type, client_message(e.type, e.message))));
   });
 }
 

@@ -1,5 +1,6 @@
 #include "apps/serve/route_context.hpp"
 
+#include "apps/serve/client_error.hpp"
 #include "signals/json_parse.hpp"
 #include "strategy/entry.hpp"
 
@@ -15,7 +16,7 @@ void on_worker(route_context& ctx, const std::shared_ptr<exchange>& ex,
     try {
       f(ex);
     } catch (const std::exception& e) {
-      ex->respond(error_response(http::status::internal_server_error, "internal", e.what()));
+      ex->respond(error_response(http::status::internal_server_error, "internal", client_message("internal", e.what())));
     }
   });
 }
@@ -34,7 +35,8 @@ void respond_store_error(const std::shared_ptr<exchange>& ex, const store_error&
   if (e.type == "not_found") s = http::status::not_found;
   if (e.type == "invalid") s = http::status::bad_request;
   if (e.type == "conflict") s = http::status::conflict;
-  ex->respond(error_response(s, s == http::status::service_unavailable ? "store_" + e.type : e.type, e.message));
+  const std::string type = s == http::status::service_unavailable ? "store_" + e.type : e.type;
+  ex->respond(error_response(s, type, client_message(type, e.message)));
 }
 
 std::string too_many_turns(const route_context& ctx) {

@@ -3,6 +3,7 @@
 #include "apps/serve/server.hpp"
 
 #include <pthread.h>
+#include <sys/resource.h>
 #include <csignal>
 #include <iostream>
 
@@ -16,6 +17,30 @@ CLI::App* add_serve_command(CLI::App& app, serve_command_options& o) {
   c->add_option("--listen", o.listen, "HOST:PORT to listen on, instead of the config's (port 0: any free one)");
   return c;
 }
+
+namespace {
+
+// Every connection holds a descriptor, and the usual soft limit (1,024) is
+// spent before max_connections is reached: the soft limit goes up to the
+// hard one, which the operator may raise (ulimit -Hn, LimitNOFILE=).
+void raise_open_files_limit(const serve_config& config) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = raised.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  std::cerr << "troupe serve: open files limit " << limit.rlim_cur << " (hard " << limit.rlim_max << ")";
+  // The store, the agents' tools and the server itself need some besides the connections.
+  constexpr rlim_t besides_connections = 64;
+  if (limit.rlim_cur < config.limits.max_connections + besides_connections)
+    std::cerr << ": below max_connections (" << config.limits.max_connections
+              << ") + 64; clients past it are answered 503";
+  std::cerr << std::endl;
+}
+
+}  // namespace
 
 int run_serve(const serve_command_options& o) {
   // Every thread the server starts inherits this mask, so the signals reach
@@ -38,6 +63,7 @@ int run_serve(const serve_command_options& o) {
     std::cerr << "troupe serve: refused: " << e.what() << "\n";
     return 2;
   }
+  raise_open_files_limit(config);
   server s(std::move(config));
   s.start();
   std::cout << "troupe serve: listening on http://" << s.config().host << ":" << s.port() << " with "

@@ -1,6 +1,7 @@
 // GET /v1/agents (what a client may talk to), /healthz (the process
 // answers) and /readyz (the store answers and every agent runs).
 
+#include "apps/serve/client_error.hpp"
 #include "apps/serve/route_context.hpp"
 
 #include <boost/json/array.hpp>
@@ -35,7 +36,7 @@ void add_service_routes(router& r, route_context& ctx) {
             const bool draining = ctx.draining.load();
             const bool ready = probe && agents && !draining;
             json::object body{{"status", ready ? "ready" : "not_ready"},
-                              {"store", probe ? "ok" : probe.error().type + ": " + probe.error().message},
+                              {"store", probe ? "ok" : client_message("store_" + probe.error().type, probe.error().message)},
                               {"agents", agents ? "ok" : "not running"},
                               {"draining", draining}};
             ex->respond(json_response(ready ? http::status::ok : http::status::service_unavailable, body));

@@ -1,5 +1,6 @@
 #include "apps/serve/session.hpp"
 
+#include "apps/serve/client_error.hpp"
 #include "apps/serve/exchange.hpp"
 #include "apps/serve/openai_chat.hpp"
 #include "signals/utf8.hpp"
@@ -260,7 +261,7 @@ void session::dispatch_request() {
   try {
     r.route->handler(ex);
   } catch (const std::exception& e) {
-    ex->respond(error_response(http::status::internal_server_error, "internal", e.what()));
+    ex->respond(error_response(http::status::internal_server_error, "internal", client_message("internal", e.what())));
   }
 }
 

@@ -1,5 +1,7 @@
 #include "apps/serve/turn_json.hpp"
 
+#include "apps/serve/client_error.hpp"
+
 namespace troupe::serve {
 
 namespace json = boost::json;
@@ -22,7 +24,9 @@ namespace {
 
 // The wire's error object: type and message only (to_json(error_info) also
 // carries attempts and the HTTP status, which are not the client's business).
-json::object error_object(const error_info& e) { return {{"type", e.type}, {"message", e.message}}; }
+json::object error_object(const error_info& e) {
+  return {{"type", e.type}, {"message", client_message(e.type, e.message)}};
+}
 
 }  // namespace
 

@@ -5,9 +5,12 @@
 
 #include <boost/asio/write.hpp>
 
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <thread>
+
+#include <unistd.h>
 
 using namespace troupe::testing;
 namespace json = boost::json;
@@ -216,4 +219,18 @@ TEST_CASE("serve: draining with streams open") {
     drained.get();
     CHECK(f.server->turns().unfinished_count() == 0);
   }
+}
+
+TEST_CASE("serve: a failure of the store's own is answered without the server's paths") {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("troupe-serve-store-error-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  serve_fixture f("sqlite:" + (dir / "serve.db").string());
+  // A reader's connection opens the file afresh, and finds it gone.
+  std::filesystem::remove_all(dir);
+  const http_reply r = f.client().send(http::verb::get, "/v1/conversations", "", as_user(alice_key));
+  REQUIRE(r.status == 503);
+  CHECK(r.error_type() == "store_io");
+  CHECK(r.body.find('/') == std::string::npos);
+  CHECK(r.body.find(dir.string()) == std::string::npos);
 }

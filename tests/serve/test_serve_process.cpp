@@ -6,6 +6,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <csignal>
@@ -32,12 +37,17 @@ const std::string key_line = "[[keys]]\nkey = \"sk-process-test-0123456789\"\nus
 struct serve_process {
   pid_t pid = -1;
   unsigned short port = 0;
-  explicit serve_process(const fs::path& config) {
+  // max_files: the soft and hard RLIMIT_NOFILE the server runs under (0: this process's).
+  explicit serve_process(const fs::path& config, rlim_t max_files = 0) {
     int out[2];
     REQUIRE(::pipe(out) == 0);
     pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
+      if (max_files > 0) {
+        const rlimit limit{max_files, max_files};
+        if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(126);
+      }
       ::dup2(out[1], 1);
       ::close(out[0]);
       ::execl(TROUPE_BINARY, TROUPE_BINARY, "serve", "--config", config.c_str(), "--listen", "127.0.0.1:0",
@@ -106,6 +116,69 @@ TEST_CASE("troupe serve: SIGTERM with a stream open ends its turn with a shutdow
   REQUIRE_FALSE(rest.empty());
   CHECK(rest.back().name == "error");
   CHECK(rest.back().data.at("error").at("type") == "shutdown");
+  CHECK(server.wait_exit() == 0);
+  fs::remove_all(dir);
+}
+
+namespace {
+
+int connect_to(unsigned short port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_port = htons(port);
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&at), sizeof at) == 0);
+  return fd;
+}
+
+}  // namespace
+
+TEST_CASE("troupe serve: out of file descriptors, a new client is refused with 503 and the server recovers") {
+  const fs::path dir = scratch_dir();
+  write_file(dir / "hi.json", "[{\"text\": \"hi\"}]");
+  write_file(dir / "serve.toml", "store = \"sqlite:" + (dir / "serve.db").string() +
+                                     "\"\n[[agents]]\nid = \"a\"\nprovider = \"scripted\"\nscript = \"hi.json\"\n" +
+                                     key_line);
+  // Far below max_connections: the process runs out of descriptors first.
+  serve_process server(dir / "serve.toml", 64);
+  std::vector<int> clients;
+  for (int i = 0; i < 100; ++i) clients.push_back(connect_to(server.port));
+  // The clients the server took wait for their request's head and send
+  // nothing; those it could not take are answered at once.
+  std::vector<pollfd> watch;
+  for (int fd : clients) watch.push_back({fd, POLLIN, 0});
+  std::size_t refused = 0;
+  std::string first;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (refused == 0 && std::chrono::steady_clock::now() < until) {
+    REQUIRE(::poll(watch.data(), watch.size(), 100) >= 0);
+    for (auto& w : watch) {
+      if (!(w.revents & POLLIN)) continue;
+      char buf[512];
+      const ssize_t n = ::recv(w.fd, buf, sizeof buf, 0);
+      w.events = 0;
+      if (n <= 0) continue;
+      if (first.empty()) first.assign(buf, static_cast<std::size_t>(n));
+      ++refused;
+    }
+  }
+  CHECK(refused > 0);
+  CHECK_THAT(first, Catch::StartsWith("HTTP/1.1 503"));
+  CHECK_THAT(first, Catch::Contains("too_many_connections"));
+  for (int fd : clients) ::close(fd);
+  // The server learns of the closes on its own time: asked again until it answers.
+  unsigned status = 0;
+  const auto again = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (status != 200 && std::chrono::steady_clock::now() < again) {
+    http_client c(server.port);
+    status = c.send(http::verb::post, "/v1/conversations/web/c1/messages", "{\"agent\":\"a\",\"content\":\"hi\"}",
+                    {{"Authorization", "Bearer sk-process-test-0123456789"}})
+                 .status;
+  }
+  CHECK(status == 200);
+  ::kill(server.pid, SIGTERM);
   CHECK(server.wait_exit() == 0);
   fs::remove_all(dir);
 }
