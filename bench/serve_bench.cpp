@@ -58,6 +58,7 @@ namespace http = beast::http;
 namespace asio = boost::asio;
 
 const std::string key = "bench-key-0123456789abcdef";
+const std::string metrics_key = "bench-metrics-key-0123456789";
 
 // kB of the process's resident set: now (VmRSS) or at its peak (VmHWM).
 long status_kb(pid_t pid, const char* field) {
@@ -76,7 +77,7 @@ std::string scrape(std::uint16_t port) {
     s.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
     http::request<http::empty_body> req{http::verb::get, "/metrics", 11};
     req.set(http::field::host, "127.0.0.1");
-    req.set(http::field::authorization, "Bearer " + key);
+    req.set(http::field::authorization, "Bearer " + metrics_key);
     http::write(s, req);
     beast::flat_buffer b;
     http::response<http::string_body> res;
@@ -144,7 +145,8 @@ std::string write_config(const std::string& dir, std::size_t model_ms, std::size
                       // Every conversation is the one bench user's.
                       << "[limits]\nmax_connections = 20000\nmax_turns_per_user = 1000000\n"
                       << "[[agents]]\nid = \"bench\"\nprovider = \"scripted\"\nscript = \"" << dir << "/script.json\"\n"
-                      << "[[keys]]\nkey = \"" << key << "\"\nuser = \"bench\"\n";
+                      << "[[keys]]\nkey = \"" << key << "\"\nuser = \"bench\"\n"
+                      << "[[keys]]\nkey = \"" << metrics_key << "\"\nuser = \"prometheus\"\nrole = \"metrics\"\n";
   return path;
 }
 

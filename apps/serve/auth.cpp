@@ -14,19 +14,24 @@ bool constant_time_equal(std::string_view presented, std::string_view known) {
   return diff == 0;
 }
 
-std::optional<std::string> key_table::user_of(std::string_view authorization) const {
+const api_key* key_table::key_of(std::string_view authorization) const {
   constexpr std::string_view scheme = "Bearer ";
-  if (authorization.size() <= scheme.size()) return std::nullopt;
+  if (authorization.size() <= scheme.size()) return nullptr;
   for (std::size_t i = 0; i < scheme.size(); ++i)
     if (std::tolower(static_cast<unsigned char>(authorization[i])) !=
         std::tolower(static_cast<unsigned char>(scheme[i])))
-      return std::nullopt;
+      return nullptr;
   const std::string_view presented = authorization.substr(scheme.size());
   const api_key* found = nullptr;
   for (const api_key& k : keys_)  // every key, whether or not one matched already
     if (constant_time_equal(presented, k.key) && !found) found = &k;
-  if (!found) return std::nullopt;
-  return found->user;
+  return found;
+}
+
+std::optional<std::string> key_table::user_of(std::string_view authorization) const {
+  const api_key* k = key_of(authorization);
+  if (!k) return std::nullopt;
+  return k->user;
 }
 
 }  // namespace troupe::serve

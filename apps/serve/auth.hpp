@@ -16,7 +16,9 @@ namespace troupe::serve {
 class key_table {
  public:
   explicit key_table(std::vector<api_key> keys) : keys_(std::move(keys)) {}
-  // The user of an `Authorization: Bearer KEY` header's value, if the key is known.
+  // The key of an `Authorization: Bearer KEY` header's value, if it is known.
+  const api_key* key_of(std::string_view authorization) const;
+  // Its user.
   std::optional<std::string> user_of(std::string_view authorization) const;
 
  private:

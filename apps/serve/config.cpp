@@ -206,6 +206,12 @@ api_key read_key(table_reader& r) {
   r.text("key", k.key);
   r.text("key_env", env);
   r.text("user", k.user, true);
+  std::string role = "user";
+  r.text("role", role);
+  if (role == "metrics")
+    k.role = key_role::metrics;
+  else if (role != "user")
+    r.fail("role", "must be user or metrics, not \"" + role + "\"");
   if (k.key.empty() == env.empty()) r.fail("key", "give key or key_env, one of them");
   if (!env.empty()) {
     const char* v = std::getenv(env.c_str());

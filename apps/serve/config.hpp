@@ -36,9 +36,14 @@ struct agent_config {
   bool cancel_on_disconnect = false;  // a streaming client that goes away cancels its turn
 };
 
+// What a key may read: a user's key the API, a metrics key /metrics alone
+// (the counters span every user's traffic, which no user may see).
+enum class key_role { user, metrics };
+
 struct api_key {
   std::string key;  // never logged
   std::string user;
+  key_role role = key_role::user;
 };
 
 struct serve_limits {

@@ -13,7 +13,7 @@ void add_metrics_route(router& r, std::shared_ptr<const serve_metrics> metrics) 
     res.body() = metrics->exposition();
     res.prepare_payload();
     ex->respond(std::move(res));
-  });
+  }, {.role = key_role::metrics});
 }
 
 }  // namespace troupe::serve

@@ -11,8 +11,10 @@
 // on an I/O thread and must not block: blocking work goes to the server's
 // workers (server::workers()). Routes need `Authorization: Bearer KEY`
 // unless added with route_options{.public_route = true}; the exchange then
-// carries the key's user.
+// carries the key's user. A route needs a user's key unless its options
+// name another role (/metrics: key_role::metrics).
 
+#include "apps/serve/config.hpp"
 #include "apps/serve/http.hpp"
 
 #include <functional>
@@ -32,6 +34,7 @@ struct route_options {
   // The server's own refusals (401, 413, 408, …) in OpenAI's error shape
   // {"error":{"message","type","param","code"}}, as OpenAI clients read them.
   bool openai_errors = false;
+  key_role role = key_role::user;  // the key's role it needs; another is 403
 };
 
 using path_params = std::vector<std::pair<std::string, std::string>>;

@@ -225,14 +225,20 @@ bool session::route_request() {
                   refusal(http::status::bad_request, "invalid_utf8", *bad + " is not valid UTF-8"));
   std::string user;
   if (!m.found->options.public_route) {
-    auto known = ctx_.keys.user_of(req[http::field::authorization]);
+    const api_key* known = ctx_.keys.key_of(req[http::field::authorization]);
     if (!known) {
       http_response r = refusal(http::status::unauthorized, "unauthorized",
                                        "this route needs a valid API key: Authorization: Bearer KEY");
       r.set(http::field::www_authenticate, "Bearer");
       return refuse(m.found->pattern, std::move(r));
     }
-    user = std::move(*known);
+    if (known->role != m.found->options.role)
+      return refuse(m.found->pattern,
+                    error_response(http::status::forbidden, "forbidden",
+                                   m.found->options.role == key_role::metrics
+                                       ? "this route needs a metrics key (role = \"metrics\" in [[keys]])"
+                                       : "a metrics key reads /metrics only"));
+    user = known->user;
     if (ctx_.draining) {
       keep_alive_ = false;
       return refuse(m.found->pattern,

@@ -304,3 +304,23 @@ TEST_CASE("serve: text that is not UTF-8 is refused, not stored") {
     CHECK(listed() == 1);
   }
 }
+
+TEST_CASE("serve: /metrics is read with a metrics key only") {
+  serve_fixture f;
+  http_client c = f.client();
+  SECTION("a user's key is refused") {
+    const http_reply r = c.send(http::verb::get, "/metrics", "", as_user(alice_key));
+    CHECK(r.status == 403);
+    CHECK(r.error_type() == "forbidden");
+  }
+  SECTION("the metrics key reads it") {
+    const http_reply r = c.send(http::verb::get, "/metrics", "", as_user(metrics_key));
+    CHECK(r.status == 200);
+    CHECK_THAT(r.body, Catch::Contains("# TYPE"));
+  }
+  SECTION("the metrics key reads nothing else") {
+    const http_reply r = c.send(http::verb::get, "/v1/conversations", "", as_user(metrics_key));
+    CHECK(r.status == 403);
+    CHECK(r.error_type() == "forbidden");
+  }
+}

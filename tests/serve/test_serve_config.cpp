@@ -112,6 +112,10 @@ TEST_CASE("a serve config") {
                Catch::Contains("serve.toml: s: is not a known field"));
     CHECK_THAT(refusal("a\u01d4 = 1\n" + agent + key), Catch::Contains("serve.toml:1: "));
   }
+  SECTION("a key's role is user or metrics") {
+    CHECK_THAT(refusal(agent + "[[keys]]\nkey = \"sk-0123456789abcdef\"\nuser = \"u\"\nrole = \"admin\"\n"),
+               Catch::Contains("keys[0].role: must be user or metrics, not \"admin\""));
+  }
 }
 
 TEST_CASE("keys") {

@@ -27,6 +27,7 @@ if (!troupe) {
 }
 
 const KEY = 'test-key-0123456789abcdef';
+const METRICS_KEY = 'test-metrics-key-0123456789';
 const dir = mkdtempSync(path.join(os.tmpdir(), 'troupe-openai-'));
 
 // Each model call takes the next reply, across the whole run: the cases
@@ -52,6 +53,11 @@ retries = 0
 [[keys]]
 key = "${KEY}"
 user = "ann"
+
+[[keys]]
+key = "${METRICS_KEY}"
+user = "prometheus"
+role = "metrics"
 `);
 
 function freePort() {
@@ -251,7 +257,7 @@ try {
   });
 
   await check('GET /metrics counts the completions, in the Prometheus text format', async () => {
-    const r = await fetch(`${base}/metrics`, { headers: { Authorization: `Bearer ${KEY}` } });
+    const r = await fetch(`${base}/metrics`, { headers: { Authorization: `Bearer ${METRICS_KEY}` } });
     assert.equal(r.status, 200);
     assert.match(r.headers.get('content-type'), /^text\/plain; version=0\.0\.4/);
     const text = await r.text();

@@ -2,7 +2,8 @@
 // A troupe server in the test process, on a free port, whose agents all
 // talk to one gate_provider the test controls. Three agents differ in their
 // double-texting policy: helper (enqueue), strict (reject) and urgent
-// (interrupt, cancel_on_disconnect). Two users: alice and bob.
+// (interrupt, cancel_on_disconnect). Two users: alice and bob; and a key
+// that reads /metrics only.
 
 #include "apps/serve/server.hpp"
 #include "support/gate_provider.hpp"
@@ -20,6 +21,7 @@ namespace troupe::testing {
 
 inline const std::string alice_key = "sk-test-alice-0123456789";
 inline const std::string bob_key = "sk-test-bob-0123456789ab";
+inline const std::string metrics_key = "sk-test-metrics-0123456789";
 
 inline header_list as_user(const std::string& key, header_list more = {}) {
   more.emplace_back("Authorization", "Bearer " + key);
@@ -35,7 +37,8 @@ inline std::string serve_config_text(const std::string& store, const std::string
          "[[agents]]\nid = \"strict\"\n" + model + "double_texting = \"reject\"\n" + "[[agents]]\nid = \"urgent\"\n" +
          model + "double_texting = \"interrupt\"\ncancel_on_disconnect = true\n" + "[[agents]]\nid = \"tiny\"\n" +
          model + "max_queued_asks = 1\n" + "[[keys]]\nkey = \"" + alice_key + "\"\nuser = \"alice\"\n" +
-         "[[keys]]\nkey = \"" + bob_key + "\"\nuser = \"bob\"\n";
+         "[[keys]]\nkey = \"" + bob_key + "\"\nuser = \"bob\"\n" + "[[keys]]\nkey = \"" + metrics_key +
+         "\"\nuser = \"prometheus\"\nrole = \"metrics\"\n";
 }
 
 // Counts the streams the server has closed, so a test can wait for the
