@@ -16,6 +16,7 @@
 #define TOML_UNREACHABLE __builtin_unreachable()
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -272,6 +273,10 @@ serve_config parse_config(const std::string& text, const std::string& origin, co
     r.count("max_stream_backlog_bytes", c.limits.max_stream_backlog_bytes, 1024, std::int64_t{1} << 32);
     r.count("max_listed", c.limits.max_listed, 1, 100'000);
     r.count("max_turns_per_user", c.limits.max_turns_per_user, 1, 1'000'000);
+    r.number("requests_per_second", c.limits.requests_per_second);
+    r.number("request_burst", c.limits.request_burst);
+    if (c.limits.request_burst > 0 && c.limits.request_burst < 1) r.fail("request_burst", "must be at least 1");
+    if (c.limits.request_burst == 0) c.limits.request_burst = std::max(1.0, std::ceil(c.limits.requests_per_second));
     r.refuse_unknown();
   }
   if (const toml::table* t = top.table("mcp")) {

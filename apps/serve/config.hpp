@@ -65,6 +65,11 @@ struct serve_limits {
   // conversations: past it, 429 too_many_turns. Each conversation's own
   // queue is bounded by its agent's max_queued_asks besides.
   std::size_t max_turns_per_user = 64;
+  // Requests per second one user may make on average, in bursts of up to
+  // request_burst (a token bucket per user): past it, 429 rate_limited with
+  // Retry-After. 0: no limit.
+  double requests_per_second = 0;
+  double request_burst = 0;  // 0: requests_per_second rounded up, at least 1
 };
 
 struct serve_config {

@@ -38,8 +38,9 @@ server::server(serve_config config, deployment_options options)
   add_metrics_route(routes_, metrics_);
   add_web_routes(routes_);
   sessions_ = std::make_unique<session_registry>();
+  rates_ = std::make_unique<rate_limiter>(config_.limits.requests_per_second, config_.limits.request_burst);
   conn_ctx_ = std::make_unique<connection_context>(
-      connection_context{routes_, keys_, config_.limits, observers_, draining_, *sessions_});
+      connection_context{routes_, keys_, config_.limits, observers_, draining_, *sessions_, *rates_});
   boost::system::error_code ec;
   const auto address = net::ip::make_address(config_.host, ec);
   if (ec) throw config_error("listen: " + config_.host + " is not an IP address");

@@ -33,6 +33,7 @@ namespace troupe::serve {
 class listener;
 struct connection_context;
 class session_registry;
+class rate_limiter;
 struct route_context;
 struct turn_context;
 
@@ -80,6 +81,7 @@ class server {
   std::unique_ptr<route_context> route_ctx_;
   // Before io_: sessions that die with the I/O context still reach them.
   std::unique_ptr<session_registry> sessions_;
+  std::unique_ptr<rate_limiter> rates_;
   std::unique_ptr<connection_context> conn_ctx_;
   boost::asio::io_context io_;
   std::shared_ptr<listener> listener_;

@@ -238,6 +238,14 @@ bool session::route_request() {
                                    m.found->options.role == key_role::metrics
                                        ? "this route needs a metrics key (role = \"metrics\" in [[keys]])"
                                        : "a metrics key reads /metrics only"));
+    if (const auto wait = ctx_.rates.take(known->user, rate_limiter::clock::now())) {
+      http_response r = error_response(http::status::too_many_requests, "rate_limited",
+                                       "your requests came faster than limits.requests_per_second and "
+                                       "request_burst allow; the next is allowed in " +
+                                           std::to_string(wait->count()) + " s");
+      r.set(http::field::retry_after, std::to_string(wait->count()));
+      return refuse(m.found->pattern, std::move(r));
+    }
     user = known->user;
     if (ctx_.draining) {
       keep_alive_ = false;

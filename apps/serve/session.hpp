@@ -11,6 +11,7 @@
 #include "apps/serve/config.hpp"
 #include "apps/serve/http.hpp"
 #include "apps/serve/observer.hpp"
+#include "apps/serve/rate_limiter.hpp"
 #include "apps/serve/router.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -55,6 +56,7 @@ struct connection_context {
   const observer_list& observers;
   std::atomic<bool>& draining;
   session_registry& sessions;
+  rate_limiter& rates;
 };
 
 class session : public std::enable_shared_from_this<session> {

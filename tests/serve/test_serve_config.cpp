@@ -3,6 +3,7 @@
 
 #include "apps/serve/auth.hpp"
 #include "apps/serve/config.hpp"
+#include "apps/serve/rate_limiter.hpp"
 #include "apps/serve/router.hpp"
 #include "apps/serve/turn_registry.hpp"
 
@@ -173,5 +174,39 @@ TEST_CASE("double texting") {
   SECTION("reject refuses while a turn runs; interrupt replaces it") {
     CHECK(admit(double_texting::reject, 1, 10) == admission_verdict::busy);
     CHECK(admit(double_texting::interrupt, 1, 0) == admission_verdict::start_after_interrupt);
+  }
+}
+
+TEST_CASE("a rate limiter's buckets") {
+  using namespace std::chrono_literals;
+  const auto t0 = rate_limiter::clock::time_point{} + 1h;
+  SECTION("a burst is taken whole, then the next token is waited for") {
+    rate_limiter r(2, 3);
+    for (int i = 0; i < 3; ++i) CHECK_FALSE(r.take("u", t0));
+    CHECK(r.take("u", t0) == 1s);
+    CHECK_FALSE(r.take("u", t0 + 500ms));
+    CHECK(r.take("u", t0 + 500ms) == 1s);
+  }
+  SECTION("the wait is rounded up to whole seconds") {
+    rate_limiter r(0.1, 1);
+    CHECK_FALSE(r.take("u", t0));
+    CHECK(r.take("u", t0 + 1500ms) == 9s);
+  }
+  SECTION("tokens come back no further than the burst") {
+    rate_limiter r(1, 2);
+    CHECK_FALSE(r.take("u", t0));
+    CHECK_FALSE(r.take("u", t0 + 1h));
+    CHECK_FALSE(r.take("u", t0 + 1h));
+    CHECK(r.take("u", t0 + 1h));
+  }
+  SECTION("each user has their own bucket") {
+    rate_limiter r(1, 1);
+    CHECK_FALSE(r.take("u", t0));
+    CHECK(r.take("u", t0));
+    CHECK_FALSE(r.take("v", t0));
+  }
+  SECTION("a rate of 0 is no limit") {
+    rate_limiter r(0, 0);
+    for (int i = 0; i < 100; ++i) CHECK_FALSE(r.take("u", t0));
   }
 }

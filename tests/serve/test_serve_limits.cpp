@@ -234,3 +234,17 @@ TEST_CASE("serve: a failure of the store's own is answered without the server's 
   CHECK(r.body.find('/') == std::string::npos);
   CHECK(r.body.find(dir.string()) == std::string::npos);
 }
+
+TEST_CASE("serve: a user's requests past their burst are refused with 429 and Retry-After") {
+  // A token every 100 s: none comes back while the test runs.
+  serve_fixture f("memory:", "", "requests_per_second = 0.01\nrequest_burst = 3\n");
+  http_client c = f.client();
+  for (int i = 0; i < 3; ++i) REQUIRE(c.send(http::verb::get, "/v1/conversations", "", as_user(alice_key)).status == 200);
+  const http_reply refused = c.send(http::verb::get, "/v1/conversations", "", as_user(alice_key));
+  CHECK(refused.status == 429);
+  CHECK(refused.error_type() == "rate_limited");
+  CHECK(refused.header("retry-after") == "100");
+  SECTION("another user has a bucket of their own") {
+    CHECK(c.send(http::verb::get, "/v1/conversations", "", as_user(bob_key)).status == 200);
+  }
+}
