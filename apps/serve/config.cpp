@@ -191,6 +191,8 @@ agent_config read_agent(table_reader& r, const std::string& base_dir) {
   m.timeout_seconds = static_cast<double>(a.request_deadline.count()) / 1000;
   a.on_double_text = double_texting_of(r, "double_texting");
   r.flag("cancel_on_disconnect", a.cancel_on_disconnect);
+  r.count("max_loaded_threads", a.max_loaded_threads, 1, 100'000'000);
+  r.seconds("thread_idle_timeout_seconds", a.thread_idle_timeout);
   r.refuse_unknown();
   // The model is resolved now so that a missing key or script stops the start.
   try {

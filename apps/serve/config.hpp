@@ -34,6 +34,10 @@ struct agent_config {
   std::chrono::milliseconds request_deadline{std::chrono::minutes(5)};
   double_texting on_double_text = double_texting::enqueue;
   bool cancel_on_disconnect = false;  // a streaming client that goes away cancels its turn
+  // The agent's loaded threads: idle ones are unloaded (the store keeps
+  // them) beyond this many, or after this long unused.
+  std::size_t max_loaded_threads = 10'000;
+  std::chrono::milliseconds thread_idle_timeout{std::chrono::minutes(30)};
 };
 
 // What a key may read: a user's key the API, a metrics key /metrics alone

@@ -46,6 +46,12 @@ deployment::deployment(const serve_config& c, deployment_options o) {
   mcp.mcp_headers = c.mcp_headers;
   mcp.mcp_timeout_seconds = c.mcp_timeout_seconds;
   (void)cli::add_mcp_servers(*rt_, cli::mcp_servers_for(mcp));
+  // Named by the config's field: the runtime would name only the agent.
+  for (std::size_t i = 0; i < c.agents.size(); ++i)
+    for (std::size_t j = 0; j < c.agents[i].model.tools.size(); ++j)
+      if (!rt_->tools().find(c.agents[i].model.tools[j]))
+        throw config_error("agents[" + std::to_string(i) + "].tools[" + std::to_string(j) + "]: no tool named \"" +
+                           c.agents[i].model.tools[j] + "\"");
   for (auto& [a, m] : resolved) {
     agent_spec spec;
     spec.id = a.id;
@@ -56,6 +62,8 @@ deployment::deployment(const serve_config& c, deployment_options o) {
     spec.max_iterations = a.model.max_iterations;
     spec.max_queued_asks = a.max_queued_asks;
     spec.request_deadline = a.request_deadline;
+    spec.max_loaded_threads = a.max_loaded_threads;
+    spec.thread_idle_timeout = a.thread_idle_timeout;
     spec.context = cli::policy_for(a.model, m.model);
     try {
       agent handle = rt_->spawn_agent(spec);

@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <csignal>
 #include <iostream>
+#include <optional>
 
 namespace troupe::serve {
 
@@ -55,24 +56,34 @@ int run_serve(const serve_command_options& o) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  auto refused = [](const config_error& e) {
+    std::cerr << "troupe serve: refused: " << e.what() << "\n";
+    return 2;
+  };
   serve_config config;
   try {
     config = load_config(o.config);
     if (!o.listen.empty()) set_listen(config, o.listen);
   } catch (const config_error& e) {
-    std::cerr << "troupe serve: refused: " << e.what() << "\n";
-    return 2;
+    return refused(e);
   }
   raise_open_files_limit(config);
-  server s(std::move(config));
-  s.start();
-  std::cout << "troupe serve: listening on http://" << s.config().host << ":" << s.port() << " with "
-            << s.agents().agents().size() << " agent(s)" << std::endl;
+  // What needs the running agents to check (their tools, the listen
+  // address) is refused here, as the file's own mistakes are.
+  std::optional<server> s;
+  try {
+    s.emplace(std::move(config));
+  } catch (const config_error& e) {
+    return refused(e);
+  }
+  s->start();
+  std::cout << "troupe serve: listening on http://" << s->config().host << ":" << s->port() << " with "
+            << s->agents().agents().size() << " agent(s)" << std::endl;
   int received = 0;
   sigwait(&stop_signals, &received);
   std::cerr << "troupe serve: " << (received == SIGTERM ? "SIGTERM" : "SIGINT") << ": draining (up to "
-            << s.config().drain_deadline.count() / 1000.0 << " s)" << std::endl;
-  s.drain();
+            << s->config().drain_deadline.count() / 1000.0 << " s)" << std::endl;
+  s->drain();
   std::cerr << "troupe serve: stopped" << std::endl;
   return 0;
 }

@@ -10,11 +10,29 @@
 
 #include "runtime/telemetry/fanout_sink.hpp"
 
-#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
 
 namespace troupe::serve {
 
 namespace net = boost::asio;
+
+namespace {
+
+// An IP address or a host name. A name with several addresses is bound at
+// the first IPv4 one (what clients of "localhost" mostly try first), else the first.
+net::ip::tcp::endpoint listen_endpoint(const std::string& host, std::uint16_t port) {
+  net::io_context io;
+  net::ip::tcp::resolver resolver(io);
+  boost::system::error_code ec;
+  const auto found = resolver.resolve(host, std::to_string(port),
+                                      net::ip::resolver_base::passive | net::ip::resolver_base::numeric_service, ec);
+  if (ec || found.empty()) throw config_error("listen: " + host + " cannot be resolved: " + ec.message());
+  for (const auto& e : found)
+    if (e.endpoint().address().is_v4()) return e.endpoint();
+  return found.begin()->endpoint();
+}
+
+}  // namespace
 
 server::server(serve_config config, deployment_options options)
     : config_(std::move(config)),
@@ -41,10 +59,7 @@ server::server(serve_config config, deployment_options options)
   rates_ = std::make_unique<rate_limiter>(config_.limits.requests_per_second, config_.limits.request_burst);
   conn_ctx_ = std::make_unique<connection_context>(
       connection_context{routes_, keys_, config_.limits, observers_, draining_, *sessions_, *rates_});
-  boost::system::error_code ec;
-  const auto address = net::ip::make_address(config_.host, ec);
-  if (ec) throw config_error("listen: " + config_.host + " is not an IP address");
-  listener_ = std::make_shared<listener>(io_, net::ip::tcp::endpoint(address, config_.port), *conn_ctx_);
+  listener_ = std::make_shared<listener>(io_, listen_endpoint(config_.host, config_.port), *conn_ctx_);
 }
 
 server::~server() { drain(); }

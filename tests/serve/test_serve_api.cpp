@@ -324,3 +324,26 @@ TEST_CASE("serve: /metrics is read with a metrics key only") {
     CHECK(r.error_type() == "forbidden");
   }
 }
+
+TEST_CASE("serve: listen takes a host name") {
+  troupe::serve::serve_config c = troupe::serve::parse_config(serve_config_text("memory:"), "test.toml", "");
+  troupe::serve::set_listen(c, "localhost:0");
+  troupe::serve::deployment_options o;
+  auto model = std::make_shared<gate_provider>();
+  for (const char* id : {"helper", "strict", "urgent", "tiny"}) o.providers[id] = model;
+  troupe::serve::server s(std::move(c), std::move(o));
+  s.start();
+  http_client client(s.port());
+  CHECK(client.send(http::verb::get, "/healthz").status == 200);
+}
+
+TEST_CASE("serve: an agent's tool that no one provides is refused at start, naming the field") {
+  std::string text = serve_config_text("memory:");
+  const std::string tools = "tools = [\"calculator\"]";
+  REQUIRE(text.find(tools) != std::string::npos);
+  text.replace(text.find(tools), tools.size(), "tools = [\"calculator\", \"x\"]");
+  troupe::serve::deployment_options o;
+  o.providers["helper"] = std::make_shared<gate_provider>();
+  CHECK_THROWS_WITH(troupe::serve::server(troupe::serve::parse_config(text, "test.toml", ""), std::move(o)),
+                    Catch::Contains("agents[0].tools[1]: no tool named \"x\""));
+}

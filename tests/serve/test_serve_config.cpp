@@ -41,6 +41,13 @@ TEST_CASE("a serve config") {
     REQUIRE(c.keys.size() == 1);
     CHECK(c.keys[0].user == "u");
   }
+  SECTION("reads an agent's thread cache: how many threads it keeps loaded, and for how long unused") {
+    const serve_config c =
+        parse_config(agent + "max_loaded_threads = 5\nthread_idle_timeout_seconds = 60\n" + key, "serve.toml", "");
+    REQUIRE(c.agents.size() == 1);
+    CHECK(c.agents[0].max_loaded_threads == 5);
+    CHECK(c.agents[0].thread_idle_timeout == std::chrono::seconds(60));
+  }
   SECTION("reads the listen address, limits, deadlines and policies") {
     const serve_config c = parse_config(
         "listen = \"0.0.0.0:9000\"\nio_threads = 3\ndrain_deadline_seconds = 2.5\n[limits]\nmax_body_bytes = 100\n"

@@ -33,6 +33,17 @@ void write_file(const fs::path& p, const std::string& text) { std::ofstream(p) <
 
 const std::string key_line = "[[keys]]\nkey = \"sk-process-test-0123456789\"\nuser = \"alice\"\n";
 
+// `troupe serve` with a config it is expected to refuse: its exit status and what it printed.
+std::pair<int, std::string> run_to_exit(const fs::path& config) {
+  const std::string command = std::string(TROUPE_BINARY) + " serve --config " + config.string() + " 2>&1";
+  std::FILE* p = ::popen(command.c_str(), "r");
+  REQUIRE(p);
+  std::string out;
+  char buf[512];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  return {WEXITSTATUS(::pclose(p)), out};
+}
+
 // The server, started with its stdout on a pipe: the first line says its port.
 struct serve_process {
   pid_t pid = -1;
@@ -85,15 +96,21 @@ TEST_CASE("troupe serve: a bad config is refused at start, naming the field") {
              "[[agents]]\nid = \"a\"\nprovider = \"scripted\"\nscript = \"s.json\"\n"
              "double_texting = \"sometimes\"\n" +
                  key_line);
-  const std::string command = std::string(TROUPE_BINARY) + " serve --config " + (dir / "bad.toml").string() + " 2>&1";
-  std::FILE* p = ::popen(command.c_str(), "r");
-  REQUIRE(p);
-  std::string out;
-  char buf[512];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = ::pclose(p);
-  CHECK(WEXITSTATUS(status) == 2);
+  const auto [status, out] = run_to_exit(dir / "bad.toml");
+  CHECK(status == 2);
   CHECK_THAT(out, Catch::Contains("agents[0].double_texting"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("troupe serve: an agent's unknown tool is refused at start (exit 2), naming the field") {
+  const fs::path dir = scratch_dir();
+  write_file(dir / "hi.json", "[{\"text\": \"hi\"}]");
+  write_file(dir / "tools.toml",
+             "[[agents]]\nid = \"a\"\nprovider = \"scripted\"\nscript = \"hi.json\"\ntools = [\"calculator\", \"x\"]\n" +
+                 key_line);
+  const auto [status, out] = run_to_exit(dir / "tools.toml");
+  CHECK(status == 2);
+  CHECK_THAT(out, Catch::Contains("agents[0].tools[1]: no tool named \"x\""));
   fs::remove_all(dir);
 }
 
