@@ -64,7 +64,7 @@ struct serve_limits {
   // gets an SSE comment line, so proxies and load balancers in between do
   // not close it as idle.
   std::chrono::milliseconds stream_heartbeat{std::chrono::seconds(15)};
-  std::size_t max_listed = 100;                    // conversations per list, messages per conversation
+  std::size_t max_listed = 100;  // conversations per list, messages per conversation
   // Unfinished turns (running or queued) one user may have across all their
   // conversations: past it, 429 too_many_turns. Each conversation's own
   // queue is bounded by its agent's max_queued_asks besides.

@@ -7,13 +7,15 @@
 namespace troupe::serve {
 
 void add_metrics_route(router& r, std::shared_ptr<const serve_metrics> metrics) {
-  r.add(http::verb::get, "/metrics", [metrics](const std::shared_ptr<exchange>& ex) {
-    http_response res{http::status::ok, 11};
-    res.set(http::field::content_type, exposition_content_type);
-    res.body() = metrics->exposition();
-    res.prepare_payload();
-    ex->respond(std::move(res));
-  }, {.role = key_role::metrics});
+  r.add(http::verb::get, "/metrics",
+        [metrics](const std::shared_ptr<exchange>& ex) {
+          http_response res{http::status::ok, 11};
+          res.set(http::field::content_type, exposition_content_type);
+          res.body() = metrics->exposition();
+          res.prepare_payload();
+          ex->respond(std::move(res));
+        },
+        {.role = key_role::metrics});
 }
 
 }  // namespace troupe::serve

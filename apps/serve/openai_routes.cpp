@@ -245,22 +245,29 @@ json::object model_object(const deployed_agent& a) {
 }  // namespace
 
 void add_openai_routes(router& r, route_context& ctx) {
-  r.add(http::verb::get, "/v1/models", [&ctx](const std::shared_ptr<exchange>& ex) {
-    json::array data;
-    for (const deployed_agent& a : ctx.agents.agents()) data.emplace_back(model_object(a));
-    ex->respond(json_response(http::status::ok, {{"object", "list"}, {"data", std::move(data)}}));
-  }, {.openai_errors = true});
-  r.add(http::verb::get, "/v1/models/{model}", [&ctx](const std::shared_ptr<exchange>& ex) {
-    const deployed_agent* a = ctx.agents.find(ex->param("model"));
-    if (!a)
-      return ex->respond(openai_response({404, "invalid_request_error",
-                                          "The model `" + ex->param("model") + "` does not exist: no agent has that id",
-                                          "model", "model_not_found"}));
-    ex->respond(json_response(http::status::ok, model_object(*a)));
-  }, {.openai_errors = true});
-  r.add(http::verb::post, "/v1/chat/completions", [&ctx](const std::shared_ptr<exchange>& ex) {
-    on_worker(ctx, ex, [&ctx](auto& e) { post_chat_completion(ctx, e); });
-  }, {.openai_errors = true});
+  r.add(http::verb::get, "/v1/models",
+        [&ctx](const std::shared_ptr<exchange>& ex) {
+          json::array data;
+          for (const deployed_agent& a : ctx.agents.agents()) data.emplace_back(model_object(a));
+          ex->respond(json_response(http::status::ok, {{"object", "list"}, {"data", std::move(data)}}));
+        },
+        {.openai_errors = true});
+  r.add(http::verb::get, "/v1/models/{model}",
+        [&ctx](const std::shared_ptr<exchange>& ex) {
+          const deployed_agent* a = ctx.agents.find(ex->param("model"));
+          if (!a)
+            return ex->respond(
+                openai_response({404, "invalid_request_error",
+                                 "The model `" + ex->param("model") + "` does not exist: no agent has that id", "model",
+                                 "model_not_found"}));
+          ex->respond(json_response(http::status::ok, model_object(*a)));
+        },
+        {.openai_errors = true});
+  r.add(http::verb::post, "/v1/chat/completions",
+        [&ctx](const std::shared_ptr<exchange>& ex) {
+          on_worker(ctx, ex, [&ctx](auto& e) { post_chat_completion(ctx, e); });
+        },
+        {.openai_errors = true});
 }
 
 }  // namespace troupe::serve

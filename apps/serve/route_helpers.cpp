@@ -16,7 +16,8 @@ void on_worker(route_context& ctx, const std::shared_ptr<exchange>& ex,
     try {
       f(ex);
     } catch (const std::exception& e) {
-      ex->respond(error_response(http::status::internal_server_error, "internal", client_message("internal", e.what())));
+      ex->respond(
+          error_response(http::status::internal_server_error, "internal", client_message("internal", e.what())));
     }
   });
 }

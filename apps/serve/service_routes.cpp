@@ -35,10 +35,11 @@ void add_service_routes(router& r, route_context& ctx) {
             const bool agents = ctx.agents.agents_up();
             const bool draining = ctx.draining.load();
             const bool ready = probe && agents && !draining;
-            json::object body{{"status", ready ? "ready" : "not_ready"},
-                              {"store", probe ? "ok" : client_message("store_" + probe.error().type, probe.error().message)},
-                              {"agents", agents ? "ok" : "not running"},
-                              {"draining", draining}};
+            json::object body{
+                {"status", ready ? "ready" : "not_ready"},
+                {"store", probe ? "ok" : client_message("store_" + probe.error().type, probe.error().message)},
+                {"agents", agents ? "ok" : "not running"},
+                {"draining", draining}};
             ex->respond(json_response(ready ? http::status::ok : http::status::service_unavailable, body));
           });
         },

@@ -121,7 +121,7 @@ bool session::ended_by_read_deadline(const char* what, std::chrono::milliseconds
   }
   keep_alive_ = false;
   reply_now(refusal(http::status::request_timeout, "request_timeout",
-                           std::string(what) + " did not arrive within " + std::to_string(limit.count()) + " ms"));
+                    std::string(what) + " did not arrive within " + std::to_string(limit.count()) + " ms"));
   return true;
 }
 
@@ -151,10 +151,10 @@ void session::refuse_request(beast::error_code ec) {
   keep_alive_ = false;  // after a malformed request the stream cannot be trusted
   if (ec == http::error::header_limit)
     return reply_now(refusal(http::status::request_header_fields_too_large, "headers_too_large",
-                                    "the request's headers exceed 16 KiB"));
+                             "the request's headers exceed 16 KiB"));
   if (ec == http::error::body_limit)
     return reply_now(refusal(http::status::payload_too_large, "body_too_large",
-                                    "the body exceeds " + std::to_string(ctx_.limits.max_body_bytes) + " bytes"));
+                             "the body exceeds " + std::to_string(ctx_.limits.max_body_bytes) + " bytes"));
   reply_now(refusal(http::status::bad_request, "bad_request", "malformed HTTP request"));
 }
 
@@ -215,20 +215,20 @@ bool session::route_request() {
   router::match m = ctx_.routes.find(req.method(), segments);
   if (!m.found) {
     const auto status = m.path_known ? http::status::method_not_allowed : http::status::not_found;
-    return refuse("unmatched", error_response(status, m.path_known ? "method_not_allowed" : "not_found",
-                                              m.path_known ? "this path does not take " + std::string(req.method_string())
-                                                           : "no route for " + std::string(url->path())));
+    return refuse("unmatched",
+                  error_response(status, m.path_known ? "method_not_allowed" : "not_found",
+                                 m.path_known ? "this path does not take " + std::string(req.method_string())
+                                              : "no route for " + std::string(url->path())));
   }
   route_ = m.found;
   if (auto bad = not_utf8(req, *url, segments))
-    return refuse(m.found->pattern,
-                  refusal(http::status::bad_request, "invalid_utf8", *bad + " is not valid UTF-8"));
+    return refuse(m.found->pattern, refusal(http::status::bad_request, "invalid_utf8", *bad + " is not valid UTF-8"));
   std::string user;
   if (!m.found->options.public_route) {
     const api_key* known = ctx_.keys.key_of(req[http::field::authorization]);
     if (!known) {
       http_response r = refusal(http::status::unauthorized, "unauthorized",
-                                       "this route needs a valid API key: Authorization: Bearer KEY");
+                                "this route needs a valid API key: Authorization: Bearer KEY");
       r.set(http::field::www_authenticate, "Bearer");
       return refuse(m.found->pattern, std::move(r));
     }
@@ -386,13 +386,13 @@ void session::write_next() {
   };
   net::async_write(stream_, pieces, std::move(progress),
                    [self = shared_from_this(), n = pieces.size()](beast::error_code ec, std::size_t) {
-    for (std::size_t i = 0; i < n; ++i) {
-      self->backlog_ -= self->out_.front().size();
-      self->out_.pop_front();
-    }
-    if (ec) return self->close();
-    self->write_next();
-  });
+                     for (std::size_t i = 0; i < n; ++i) {
+                       self->backlog_ -= self->out_.front().size();
+                       self->out_.pop_front();
+                     }
+                     if (ec) return self->close();
+                     self->write_next();
+                   });
 }
 
 void session::write_progressed() {
@@ -412,8 +412,7 @@ void session::arm_write_deadline() {
 
 void session::on_write_deadline() {
   if (phase_ == phase::closing || !writing_) return;
-  if (last_write_progress_ + ctx_.limits.write_timeout > std::chrono::steady_clock::now())
-    return arm_write_deadline();
+  if (last_write_progress_ + ctx_.limits.write_timeout > std::chrono::steady_clock::now()) return arm_write_deadline();
   close("the client read nothing of its answer for " + std::to_string(ctx_.limits.write_timeout.count()) +
         " ms (write_timeout_seconds)");
 }

@@ -51,15 +51,15 @@ struct running_server {
   std::unique_ptr<server> s;
 
   explicit running_server(const std::string& store = "memory:") {
-    serve_config c = parse_config(
-        "listen = \"127.0.0.1:0\"\nstore = \"" + store + "\"\n"
-        "[[agents]]\nid = \"helper\"\nprovider = \"scripted\"\nscript = \"" +
-            std::string(TROUPE_FIXTURES_DIR) +
-            "/../../examples/scripts/calculator.json\"\n"
-            "system = \"The agent's own prompt.\"\n"
-            "[[keys]]\nkey = \"" +
-            key + "\"\nuser = \"ann\"\n",
-        "test.toml", ".");
+    serve_config c = parse_config("listen = \"127.0.0.1:0\"\nstore = \"" + store +
+                                      "\"\n"
+                                      "[[agents]]\nid = \"helper\"\nprovider = \"scripted\"\nscript = \"" +
+                                      std::string(TROUPE_FIXTURES_DIR) +
+                                      "/../../examples/scripts/calculator.json\"\n"
+                                      "system = \"The agent's own prompt.\"\n"
+                                      "[[keys]]\nkey = \"" +
+                                      key + "\"\nuser = \"ann\"\n",
+                                  "test.toml", ".");
     deployment_options o;
     o.providers["helper"] = model.provider();
     s = std::make_unique<server>(std::move(c), std::move(o));
@@ -68,8 +68,8 @@ struct running_server {
   ~running_server() { s->drain(); }
 
   std::pair<unsigned, std::string> get(const std::string& target) {
-    const testing::http_reply r = testing::http_client(s->port()).send(
-        testing::http::verb::get, target, "", {{"Authorization", "Bearer " + key}});
+    const testing::http_reply r = testing::http_client(s->port()).send(testing::http::verb::get, target, "",
+                                                                       {{"Authorization", "Bearer " + key}});
     return {r.status, r.body};
   }
 
@@ -218,8 +218,8 @@ TEST_CASE("a repeated Idempotency-Key gets the first answer without a second mod
   SECTION("the same key with another question is a 422") {
     const testing::header_list key{{"Idempotency-Key", "once-5"}};
     REQUIRE(srv.post("/v1/chat/completions", ask, key).first == 200);
-    const auto [status, body] = srv.post(
-        "/v1/chat/completions", R"({"model":"helper","messages":[{"role":"user","content":"other"}]})", key);
+    const auto [status, body] =
+        srv.post("/v1/chat/completions", R"({"model":"helper","messages":[{"role":"user","content":"other"}]})", key);
     CHECK(status == 422);
     CHECK(json::parse(body).at("error").at("code") == "idempotency_key_reused");
     CHECK(srv.model.count() == 1);

@@ -283,10 +283,9 @@ TEST_CASE("serve: text that is not UTF-8 is refused, not stored") {
     CHECK(listed() == 0);
   }
   SECTION("an X-Troupe-Conversation header that is not UTF-8 is a 400 naming the header") {
-    const http_reply r = f.client().send(
-        http::verb::post, "/v1/chat/completions",
-        R"({"model":"helper","user":"u","messages":[{"role":"user","content":"hi"}]})",
-        as_user(alice_key, {{"X-Troupe-Conversation", "\xFF\xFE"}}));
+    const http_reply r = f.client().send(http::verb::post, "/v1/chat/completions",
+                                         R"({"model":"helper","user":"u","messages":[{"role":"user","content":"hi"}]})",
+                                         as_user(alice_key, {{"X-Troupe-Conversation", "\xFF\xFE"}}));
     CHECK(r.status == 400);
     CHECK(r.json().at("error").at("code") == "invalid_utf8");  // OpenAI's shape on OpenAI's route
     CHECK(str(r.json().at("error").at("message")).find("X-Troupe-Conversation") != std::string::npos);

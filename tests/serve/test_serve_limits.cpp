@@ -29,8 +29,10 @@ std::unique_ptr<http_client> open_held(serve_fixture& f, const std::string& chat
 bool eventually(const std::function<bool()>& done) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!done())
-    if (std::chrono::steady_clock::now() > until) return false;
-    else std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (std::chrono::steady_clock::now() > until)
+      return false;
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return true;
 }
 
@@ -239,7 +241,8 @@ TEST_CASE("serve: a user's requests past their burst are refused with 429 and Re
   // A token every 100 s: none comes back while the test runs.
   serve_fixture f("memory:", "", "requests_per_second = 0.01\nrequest_burst = 3\n");
   http_client c = f.client();
-  for (int i = 0; i < 3; ++i) REQUIRE(c.send(http::verb::get, "/v1/conversations", "", as_user(alice_key)).status == 200);
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(c.send(http::verb::get, "/v1/conversations", "", as_user(alice_key)).status == 200);
   const http_reply refused = c.send(http::verb::get, "/v1/conversations", "", as_user(alice_key));
   CHECK(refused.status == 429);
   CHECK(refused.error_type() == "rate_limited");

@@ -105,9 +105,10 @@ TEST_CASE("troupe serve: a bad config is refused at start, naming the field") {
 TEST_CASE("troupe serve: an agent's unknown tool is refused at start (exit 2), naming the field") {
   const fs::path dir = scratch_dir();
   write_file(dir / "hi.json", "[{\"text\": \"hi\"}]");
-  write_file(dir / "tools.toml",
-             "[[agents]]\nid = \"a\"\nprovider = \"scripted\"\nscript = \"hi.json\"\ntools = [\"calculator\", \"x\"]\n" +
-                 key_line);
+  write_file(
+      dir / "tools.toml",
+      "[[agents]]\nid = \"a\"\nprovider = \"scripted\"\nscript = \"hi.json\"\ntools = [\"calculator\", \"x\"]\n" +
+          key_line);
   const auto [status, out] = run_to_exit(dir / "tools.toml");
   CHECK(status == 2);
   CHECK_THAT(out, Catch::Contains("agents[0].tools[1]: no tool named \"x\""));

@@ -671,7 +671,8 @@ void migrate(PGconn* c, int target) {
   }
   // Another process's migration may hold the lock for as long as it takes:
   // that is worth waiting for, where a thread's row held elsewhere is not.
-  for (const char* sql : {"SET LOCAL lock_timeout = 0", migration_lock, "CREATE TABLE IF NOT EXISTS troupe_schema (version integer NOT NULL)"}) {
+  for (const char* sql : {"SET LOCAL lock_timeout = 0", migration_lock,
+                          "CREATE TABLE IF NOT EXISTS troupe_schema (version integer NOT NULL)"}) {
     result r = run(c, sql);
     if (!r.ok()) fail("migrate", r);
   }
