@@ -69,7 +69,7 @@ TEST_CASE("a legacy stdio server: initialize, every page of tools/list, tools/ca
     CHECK(server->connection().protocol_version == "2025-11-25");
   }
   SECTION("every page of tools is registered under the server's name") {
-    CHECK(status.tools.size() == 13);
+    CHECK(status.tools.size() == 14);
     CHECK(tools.find("fake__echo"));
     CHECK(tools.find("fake__image"));
     CHECK(tools.find("fake__echo")->definition().spec.description == "Echoes its text");
