@@ -27,8 +27,8 @@ struct simulation_options {
   // Turns in flight at once across all agents; 0: every agent at once. A
   // bound keeps the turns' transient memory (messages, contexts, requests in
   // flight) to that many turns instead of one per agent, and runs faster
-  // with fewer agents' states competing for the caches (figures in the
-  // README). Against a model server it is also the most requests open at once.
+  // with fewer agents' states competing for the caches (figures in
+  // docs/benchmarks.md). Against a model server it is also the most requests open at once.
   std::size_t concurrency = 1'000;
   std::size_t scheduler_threads = 0;  // 0: one per core
 

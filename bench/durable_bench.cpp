@@ -17,7 +17,7 @@
 //
 // --only runs the memory store and STORE (sqlite, "sqlite sync=full",
 // postgres) in section 1; --skip-slowed leaves section 2 out. Both are for
-// profiling one store; the README's figures come from a full run.
+// profiling one store; docs/benchmarks.md's figures come from a full run.
 
 #include "apps/simulation.hpp"
 #include "bench/bench_support.hpp"

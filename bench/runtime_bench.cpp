@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
   const std::size_t agents = flag(argc, argv, "--agents", 10'000);
   const std::size_t turns = flag(argc, argv, "--turns", 5);
   const std::size_t repeat = flag(argc, argv, "--repeat", 5);
-  // Messages one simulated turn sends between actors (see README): ask to
+  // Messages one simulated turn sends between actors (see docs/benchmarks.md): ask to
   // broker and agent (2), model call with its result (2), tool call with its
   // result (2), model call with one delta and the result (3), reply (1).
   constexpr double messages_per_turn = 10;

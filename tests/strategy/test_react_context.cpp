@@ -162,7 +162,7 @@ TEST_CASE("once the window is full, a summary leaves room for several turns befo
   SECTION("a turn limit given with summaries is kept, and bounds how far apart they can be") {
     c.context = summarizing(context_policy{}, 3);
     CHECK(c.context.keep_last_turns == 3);
-    CHECK(summaries_at_steady_state(c, 40, 120) > 80 / 4);  // one per 3 turns: the rule the README gives
+    CHECK(summaries_at_steady_state(c, 40, 120) > 80 / 4);  // one per 3 turns: the rule docs/runtime.md gives
   }
   SECTION("summarize_to 1 summarises only what fell out: a summary on every turn") {
     c.context.keep_last_turns = 8;
