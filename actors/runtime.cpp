@@ -211,8 +211,12 @@ request runtime::impl::ask(const std::string& agent_id, std::string question, as
     return handle;
   }
   s->deadline = options.deadline.value_or(agent->deadline);
-  query q{s->id, std::move(options.thread_id), std::move(question), std::move(options.overrides),
-          std::move(options.traceparent)};
+  query q{s->id,
+          std::move(options.thread_id),
+          std::move(question),
+          std::move(options.overrides),
+          std::move(options.traceparent),
+          std::move(options.observation)};
   caf::anon_send(broker_for(agent_id), ask_atom::value, std::move(q), agent->actor, std::move(s));
   return handle;
 }

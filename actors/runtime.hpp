@@ -89,6 +89,9 @@ struct ask_options {
   // request's spans (and the model and tool calls it makes) join that trace.
   // Empty or malformed: the request starts a trace of its own.
   std::string traceparent{};
+  // Set: the question is an observation a simulation's world delivered to
+  // the agent, committed as the user's turn with this origin.
+  std::optional<observation_origin> observation{};
 };
 
 class runtime;

@@ -46,6 +46,20 @@ decoded<context_overrides> decode_context_overrides(const boost::json::value& v,
   return o;
 }
 
+boost::json::value to_json(const observation_origin& o) {
+  return boost::json::object{{"source", o.source}, {"round", o.round}};
+}
+
+decoded<observation_origin> decode_observation_origin(const boost::json::value& v, std::string path) {
+  json_reader r(v, std::move(path));
+  observation_origin o;
+  o.source = r.string("source");
+  o.round = r.optional_int64("round").value_or(0);
+  if (o.round < 0) r.fail("round", "must not be negative");
+  if (!r.ok()) return r.error();
+  return o;
+}
+
 decoded<query_overrides> decode_query_overrides(const boost::json::value& v, std::string path) {
   json_reader r(v, std::move(path));
   query_overrides o;

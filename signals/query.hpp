@@ -45,6 +45,20 @@ struct query_overrides {
 boost::json::value to_json(const query_overrides& o);
 decoded<query_overrides> decode_query_overrides(const boost::json::value& v, std::string path);
 
+// Where a question came from when it is not a person's: what a simulation's
+// world delivered to an agent it activated (its observation), in which
+// round. The text is what the model reads; the origin is committed with it,
+// so a thread tells an observation from a user's message.
+struct observation_origin {
+  std::string source;  // the world that made the observation ("social", …)
+  std::int64_t round = 0;
+
+  friend bool operator==(const observation_origin&, const observation_origin&) = default;
+};
+
+boost::json::value to_json(const observation_origin& o);
+decoded<observation_origin> decode_observation_origin(const boost::json::value& v, std::string path);
+
 struct query {
   std::string request_id;
   std::string thread_id;  // empty: the agent's default thread
@@ -53,6 +67,8 @@ struct query {
   // The caller's W3C trace context (a traceparent header's value): the
   // request's spans join that trace. Empty: none.
   std::string traceparent{};
+  // Set: the text is an observation, not a user's question.
+  std::optional<observation_origin> observation{};
 
   friend bool operator==(const query&, const query&) = default;
 };

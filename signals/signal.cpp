@@ -21,6 +21,7 @@ json::value data_of(const query& q) {
   json::object o{{"request_id", q.request_id}, {"thread_id", q.thread_id}, {"text", q.text}};
   if (auto ov = to_json(q.overrides); !ov.as_object().empty()) o["overrides"] = std::move(ov);
   if (!q.traceparent.empty()) o["traceparent"] = q.traceparent;
+  if (q.observation) o["observation"] = to_json(*q.observation);
   return o;
 }
 
@@ -80,6 +81,13 @@ decoded<signal> decode_query(json_reader& r) {
       r.fail(overrides.error());
   }
   q.traceparent = r.optional_string("traceparent").value_or("");
+  if (const json::value* ob = r.optional_value("observation")) {
+    auto origin = decode_observation_origin(*ob, r.field_path("observation"));
+    if (origin)
+      q.observation = std::move(*origin);
+    else
+      r.fail(origin.error());
+  }
   if (!r.ok()) return r.error();
   return signal{std::move(q)};
 }
@@ -195,6 +203,7 @@ bool repair_utf8(query& q) {
   if (q.overrides.model) repaired |= repair_utf8(*q.overrides.model);
   if (q.overrides.system_prompt) repaired |= repair_utf8(*q.overrides.system_prompt);
   for (std::string& stop : q.overrides.params.stop) repaired |= repair_utf8(stop);
+  if (q.observation) repaired |= repair_utf8(q.observation->source);
   return repaired;
 }
 

@@ -50,7 +50,11 @@ class stepper {
     state_.request_usage = {};
     state_.error.reset();
     state_.tool_calls.clear();
-    commit(message_payload{"user", q.text, {}, {}, {}}, refs());
+    // An observation is the user's turn too (it is what the model answers),
+    // marked with its origin so the thread tells it from a person's words.
+    json_extras origin;
+    if (q.observation) origin = json_extras(boost::json::object{{"observation", to_json(*q.observation)}});
+    commit(message_payload{"user", q.text, {}, {}, std::move(origin)}, refs());
     start_llm_call();
   }
 

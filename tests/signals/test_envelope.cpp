@@ -22,6 +22,7 @@ std::vector<signal> one_of_each() {
       q,
       query{"r2", "", "plain", {}},
       query{"r3", "t", "traced", {}, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+      query{"r4", "t", "Your feed: post p1.2.0 by @ada", {}, {}, observation_origin{"social", 3}},
       llm_delta{"c1", "Hel", "thinking…"},
       llm_result{"c1", llm_completion{"Hello", "", {}, token_usage{12, 3}, "stop"}},
       llm_result{"c2", llm_completion{"",
@@ -106,6 +107,12 @@ TEST_CASE("bad envelopes give a typed error that names the field") {
     CHECK(error_of(without("type")).field == "type");
     CHECK(error_of(without("data")).field == "data");
     CHECK(error_of(without("specversion")).field == "specversion");
+  }
+  SECTION("an observation without its source, or with a negative round") {
+    json::value v = query_with("observation", json::object{{"round", 2}});
+    CHECK(error_of(v).field == "data.observation.source");
+    v = query_with("observation", json::object{{"source", "social"}, {"round", -1}});
+    CHECK(error_of(v).field == "data.observation.round");
   }
   SECTION("wrong envelope attributes") {
     CHECK(error_of(with("specversion", "0.3")).field == "specversion");

@@ -28,6 +28,30 @@ bool every_call_answered(const thread_view& t) {
 
 }  // namespace
 
+TEST_CASE("an observation starts a request as the user's turn, marked with its origin") {
+  harness h;
+  query q{"r1", "t", "Your feed: post p1.2.0 by @ada: hello", {}};
+  q.observation = observation_origin{"social", 4};
+  const llm_stream s = only<llm_stream>(h.feed(q));
+
+  SECTION("the committed message carries the origin") {
+    const entry& e = *h.history().last();
+    CHECK(role_of(e) == "user");
+    CHECK(e.payload.at("content") == "Your feed: post p1.2.0 by @ada: hello");
+    CHECK(e.payload.at("observation") == json::object{{"source", "social"}, {"round", 4}});
+  }
+  SECTION("the model reads it as the user's message") {
+    REQUIRE(s.messages.size() == 2);
+    CHECK(s.messages[1].role == "user");
+    CHECK(s.messages[1].content == "Your feed: post p1.2.0 by @ada: hello");
+  }
+  SECTION("a question without an origin carries none") {
+    harness plain;
+    plain.ask("r1", "hello");
+    CHECK_FALSE(plain.history().last()->payload.contains("observation"));
+  }
+}
+
 TEST_CASE("a query starts a request") {
   harness h;
   const llm_stream s = h.ask("r1", "hello");
