@@ -13,6 +13,20 @@ int run_ask(const model_options& o, const std::string& question, bool as_json);
 int run_chat(const model_options& o);
 int run_simulate(simulation_options options, const model_options& model, const std::string& store, bool as_json);
 
+// troupe simulate --scenario FILE
+struct scenario_command_options {
+  std::string scenario;  // the TOML file
+  std::string events;    // the event log (JSONL); empty: none
+  std::string report;    // the HTML report; empty: none
+  std::string store = "memory:";
+  std::optional<std::uint64_t> seed;  // overrides the scenario's
+  std::size_t threads = 0;
+  bool resume = false;
+  bool estimate = false;
+  bool json = false;
+};
+int run_scenario_command(const scenario_command_options& o, const model_options& model);
+
 // troupe threads list|show|fork|delete and troupe conversations
 // list|show|trace|archive|delete.
 struct store_command_options {

@@ -2,6 +2,7 @@
 //   troupe ask [options] QUESTION      one question, the answer streamed (or --json)
 //   troupe chat [options]              a conversation; scriptable through stdin
 //   troupe simulate --agents N --turns M [model options] [--concurrency C] [--seed N] [--json]
+//   troupe simulate --scenario FILE [--events FILE] [--store URI] [--resume] [--seed N] [--json]
 //   troupe threads list|show ID|fork ID --at SEQ|delete ID [--store URI] [--json]
 //   troupe conversations list --user U|show ID|trace ID|archive ID|delete ID [--store URI] [--json]
 //   troupe serve --config FILE [--listen HOST:PORT]   the agents behind an HTTP API
@@ -37,9 +38,10 @@ int main(int argc, char** argv) {
   bool sim_json = false;
   CLI::App* simulate = app.add_subcommand(
       "simulate",
-      "Run N agents for M turns each, at most --concurrency turns at a time, through the normal agent loop: "
-      "against a model server (the model options of ask), or by default a scripted model that calls "
-      "--tools-per-turn tools each turn.");
+      "Run a scenario (--scenario FILE): agents that observe a shared world and act on it and on each other, "
+      "round by round (docs/simulations.md). Or, as a load generator, run N agents for M turns each, at most "
+      "--concurrency turns at a time, through the normal agent loop: against a model server (the model options "
+      "of ask), or by default a scripted model that calls --tools-per-turn tools each turn.");
   add_model_options(*simulate, sim_model, false);
   simulate->add_option("--question", sim.question, "Each turn's question; {agent} and {turn} are replaced")
       ->capture_default_str();
@@ -47,8 +49,22 @@ int main(int argc, char** argv) {
       ->add_option("--concurrency", sim.concurrency,
                    "Turns in flight at once across all agents (0: every agent at once)")
       ->capture_default_str();
-  simulate->add_option("--agents", sim.agents, "How many agents")->required()->check(CLI::PositiveNumber);
-  simulate->add_option("--turns", sim.turns, "Turns per agent")->required()->check(CLI::NonNegativeNumber);
+  scenario_command_options scenario_opts;
+  CLI::Option* scenario_option =
+      simulate->add_option("--scenario", scenario_opts.scenario, "A scenario file (TOML): run it")
+          ->check(CLI::ExistingFile);
+  simulate->add_option("--events", scenario_opts.events, "With --scenario: write the event log (JSONL) here");
+  simulate->add_option("--report", scenario_opts.report, "With --scenario: write an HTML report here");
+  simulate->add_flag("--resume", scenario_opts.resume,
+                     "With --scenario: continue the run the store holds from its last committed round");
+  simulate->add_flag("--estimate", scenario_opts.estimate,
+                     "With --scenario: print the model calls, tokens and cost the run will take, and stop");
+  CLI::Option* agents_option =
+      simulate->add_option("--agents", sim.agents, "How many agents")->check(CLI::PositiveNumber);
+  CLI::Option* turns_option =
+      simulate->add_option("--turns", sim.turns, "Turns per agent")->check(CLI::NonNegativeNumber);
+  agents_option->excludes(scenario_option);
+  turns_option->excludes(scenario_option);
   simulate->add_option("--tools-per-turn", sim.tools_per_turn, "Tool calls the scripted model makes per turn")
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
@@ -79,6 +95,15 @@ int main(int argc, char** argv) {
     if (ask->parsed()) return run_ask(ask_opts, question, ask_json);
     if (chat->parsed()) return run_chat(chat_opts);
     if (simulate->parsed()) {
+      if (scenario_option->count()) {
+        if (seed_option->count()) scenario_opts.seed = sim_seed;
+        scenario_opts.store = sim_store;
+        scenario_opts.threads = sim.scheduler_threads;
+        scenario_opts.json = sim_json;
+        return run_scenario_command(scenario_opts, sim_model);
+      }
+      if (!agents_option->count() || !turns_option->count())
+        throw usage_error("simulate needs --scenario FILE, or --agents and --turns");
       if (seed_option->count()) sim.seed = sim_seed;
       return run_simulate(sim, sim_model, sim_store, sim_json);
     }

@@ -1,0 +1,154 @@
+// troupe simulate --scenario FILE: a scenario's agents acting together in a
+// world, round by round (simulation/run_scenario.hpp).
+
+#include "apps/commands.hpp"
+#include "signals/json_text.hpp"
+#include "simulation/run_scenario.hpp"
+#include "simulation/scenario_toml.hpp"
+
+#include <boost/json.hpp>
+
+#include <unistd.h>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+namespace troupe::cli {
+
+namespace {
+
+std::atomic<bool> stop_requested{false};
+void on_sigint(int) { stop_requested = true; }
+
+// Prints the progress line every 200 ms while the run goes, on a terminal.
+class progress_line {
+ public:
+  progress_line(const scenario_progress& p, std::int64_t rounds) : p_(p), rounds_(rounds) {
+    if (isatty(STDERR_FILENO)) thread_ = std::thread([this] { loop(); });
+  }
+  ~progress_line() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard lock(m_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    std::fprintf(stderr, "\r%130s\r", "");
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lock(m_);
+    while (!cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return done_; }))
+      std::fprintf(stderr,
+                   "\rround %lld/%lld, %zu active, %zu activations done (%zu failed), %zu actions, %lld tokens, "
+                   "$%.4f, RSS %.0f MiB  ",
+                   static_cast<long long>(p_.round.load()), static_cast<long long>(rounds_), p_.active.load(),
+                   p_.activations_done.load(), p_.activations_failed.load(), p_.actions.load(),
+                   static_cast<long long>(p_.input_tokens.load() + p_.output_tokens.load()),
+                   static_cast<double>(p_.cost_microdollars.load()) / 1e6,
+                   static_cast<double>(current_rss_bytes()) / (1024 * 1024));
+  }
+
+  const scenario_progress& p_;
+  std::int64_t rounds_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+std::int64_t workflow_rounds(const scenario& s) {
+  std::int64_t n = 0;
+  for (const auto& step : s.workflow)
+    if (const auto* r = std::get_if<run_rounds>(&step)) n += r->rounds;
+  return s.workflow.empty() ? 1 : n;
+}
+
+boost::json::object counts_json(const std::map<std::string, std::size_t>& counts) {
+  boost::json::object o;
+  for (const auto& [k, n] : counts) o[k] = n;
+  return o;
+}
+
+}  // namespace
+
+int run_scenario_command(const scenario_command_options& o, const model_options& model) {
+  scenario s = read_scenario(o.scenario);
+  if (o.seed) s.seed = *o.seed;
+  scenario_run_options run;
+  run.store = store_for(o.store, "memory:").threads;
+  run.event_log = o.events;
+  run.resume = o.resume;
+  run.scheduler_threads = o.threads;
+  if (names_a_model(model)) run.provider = resolve_model(model).provider;
+  run.stop = &stop_requested;
+  std::signal(SIGINT, on_sigint);
+
+  scenario_progress progress;
+  scenario_report r;
+  {
+    progress_line line(progress, workflow_rounds(s));
+    r = run_scenario(s, run, progress);
+  }
+  const double peak_mib = static_cast<double>(peak_rss_bytes()) / (1024 * 1024);
+  if (o.json) {
+    boost::json::array rounds;
+    for (const auto& pr : r.per_round)
+      rounds.push_back(boost::json::object{{"round", pr.round},
+                                           {"hour", pr.hour},
+                                           {"active", pr.active},
+                                           {"failed", pr.failed},
+                                           {"refused", pr.refused},
+                                           {"actions", counts_json(pr.actions)},
+                                           {"input_tokens", pr.input_tokens},
+                                           {"output_tokens", pr.output_tokens},
+                                           {"cost", pr.cost},
+                                           {"seconds", pr.seconds},
+                                           {"latency_p50_ms", pr.latency_p50_ms},
+                                           {"latency_p99_ms", pr.latency_p99_ms},
+                                           {"world", pr.world}});
+    std::cout << json_text(boost::json::object{{"name", r.name},
+                                               {"agents", r.agents},
+                                               {"rounds", r.rounds},
+                                               {"resumed_after", r.resumed_after},
+                                               {"activations", r.activations},
+                                               {"activations_failed", r.activations_failed},
+                                               {"errors_by_type", counts_json(r.errors_by_type)},
+                                               {"actions", counts_json(r.actions)},
+                                               {"interviews", r.interviews},
+                                               {"input_tokens", r.input_tokens},
+                                               {"output_tokens", r.output_tokens},
+                                               {"cost", r.cost},
+                                               {"seconds", r.seconds},
+                                               {"spawn_seconds", r.spawn_seconds},
+                                               {"activations_per_second", r.activations_per_second},
+                                               {"peak_rss_bytes", peak_rss_bytes()},
+                                               {"stopped", r.stopped},
+                                               {"per_round", std::move(rounds)}})
+              << "\n";
+  } else {
+    std::printf("%s: %zu agents, %lld rounds%s, %zu activations (%zu failed), %zu interview answers in %.2f s "
+                "(%.0f activations/s)\n",
+                r.name.c_str(), r.agents, static_cast<long long>(r.rounds), r.stopped ? " (stopped early)" : "",
+                r.activations, r.activations_failed, r.interviews, r.seconds, r.activations_per_second);
+    if (r.resumed_after) std::printf("resumed after round %lld\n", static_cast<long long>(r.resumed_after));
+    std::string actions;
+    for (const auto& [k, n] : r.actions) actions += " " + k + " " + std::to_string(n) + ",";
+    if (!actions.empty()) actions.pop_back();
+    std::printf("actions:%s\n", actions.empty() ? " none" : actions.c_str());
+    std::printf("%lld tokens in, %lld out, $%.4f; agents spawned in %.2f s; peak RSS %.1f MiB\n",
+                static_cast<long long>(r.input_tokens), static_cast<long long>(r.output_tokens), r.cost,
+                r.spawn_seconds, peak_mib);
+    for (const auto& [type, n] : r.errors_by_type) std::printf("  %zu activations failed with %s\n", n, type.c_str());
+  }
+  return r.stopped ? 1 : 0;
+}
+
+}  // namespace troupe::cli
