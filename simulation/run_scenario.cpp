@@ -155,6 +155,9 @@ class scenario_run {
     ro.store = options_.store;
     ro.seed = s_.seed;
     ro.scheduler_threads = options_.scheduler_threads;
+    // A resumed run is the same owner as the run it continues: it takes
+    // its agents' threads back at once instead of waiting out their leases.
+    ro.owner_id = "simulation:" + s_.name;
     runtime rt(ro);
     register_world_tools(rt);
     const auto spawn_started = clk::now();

@@ -86,6 +86,8 @@ struct world_spec {
   std::vector<channel_spec> channels{};
   std::size_t feed_size = 10;   // posts an observation shows, newest first
   std::size_t inbox_size = 10;  // direct messages an observation shows, newest first
+  // A program's own world reads its settings here ([world.settings] in TOML).
+  boost::json::object settings{};
   friend bool operator==(const world_spec&, const world_spec&) = default;
 };
 
