@@ -34,14 +34,15 @@ void add_model_options(CLI::App& c, model_options& o, bool conversation) {
   c.add_option("--retries", o.retries, "Retries of a failed model call")->check(CLI::Range(0, 20));
   c.add_flag("--no-stream", o.no_stream, "Ask for the whole answer at once instead of streaming");
   c.add_option("--script", o.script, "JSON file of scripted replies (with --provider scripted)");
-  c.add_option("--context-policy", o.context_policy_name,
+  c.add_option("--context-policy", o.context.preset,
                "How much of the thread each call sends: short, long, tool or auto (by the model's window)")
       ->check(CLI::IsMember({"short", "long", "tool", "auto"}));
-  c.add_option("--max-input-tokens", o.max_input_tokens, "Token budget of each call's context")
+  c.add_option("--max-input-tokens", o.context.max_input_tokens, "Token budget of each call's context")
       ->check(CLI::PositiveNumber);
-  c.add_option("--keep-last-turns", o.keep_last_turns, "Turns kept in each call's context (0: as many as fit)");
-  c.add_flag("--summarize", o.summarize, "Summarize what falls out of the context window, and send the summary");
-  c.add_option("--summarize-to", o.summarize_to,
+  c.add_option("--keep-last-turns", o.context.keep_last_turns, "Turns kept in each call's context (0: as many as fit)");
+  c.add_flag("--summarize", o.context.summarize,
+             "Summarize what falls out of the context window, and send the summary");
+  c.add_option("--summarize-to", o.context.summarize_to,
                "With --summarize: the fraction of the window a new summary leaves after it (default 0.5)")
       ->check(CLI::PositiveNumber & CLI::Range(0.0, 1.0));
   if (!conversation) return;
@@ -66,25 +67,7 @@ void add_store_option(CLI::App& c, std::string& store) {
 }
 
 context_policy policy_for(const model_options& o, const std::string& model) {
-  context_policy p;
-  if (o.context_policy_name == "short")
-    p = context_policy::short_context();
-  else if (o.context_policy_name == "long")
-    p = context_policy::long_context();
-  else if (o.context_policy_name == "tool")
-    p = context_policy::tool_focused();
-  else if (o.context_policy_name == "auto")
-    p = context_policy::for_model(model);
-  if (o.max_input_tokens) {
-    p.max_input_tokens = *o.max_input_tokens;
-    p.reserve_output_tokens = std::min(p.reserve_output_tokens, p.max_input_tokens / 4);
-  }
-  if (o.summarize)
-    p = summarizing(p, o.keep_last_turns);
-  else if (o.keep_last_turns)
-    p.keep_last_turns = *o.keep_last_turns;
-  if (o.summarize_to) p.summarize_to = *o.summarize_to;
-  return p;
+  return resolve_context(o.context, model);
 }
 
 bool names_a_model(const model_options& o) {

@@ -6,6 +6,7 @@
 #include "runtime/llm/scripted_provider.hpp"
 #include "runtime/store/conversation_store.hpp"
 #include "runtime/store/open_store.hpp"
+#include "strategy/context_choice.hpp"
 #include "strategy/context_policy.hpp"
 
 #include <CLI/CLI.hpp>
@@ -34,12 +35,8 @@ struct model_options {
   int retries = 3;
   bool no_stream = false;
   std::string script;
-  std::string context_policy_name;  // short | long | tool | auto; empty: the default policy
-  std::optional<std::int64_t> max_input_tokens;
-  std::optional<std::size_t> keep_last_turns;
-  bool summarize = false;
-  std::optional<double> summarize_to;
-  std::string store;  // memory: | sqlite:PATH | postgres://…; empty: the command's default
+  context_choice context;  // --context-policy, --max-input-tokens, --keep-last-turns, --summarize, --summarize-to
+  std::string store;       // memory: | sqlite:PATH | postgres://…; empty: the command's default
   // A conversation instead of --thread: (user, platform, chat) → its thread.
   std::string user;
   std::string platform = "cli";

@@ -67,6 +67,21 @@ TEST_CASE("a serve config") {
     CHECK(c.agents[0].request_deadline == std::chrono::seconds(9));
     CHECK(c.agents[0].max_queued_asks == 3);
   }
+  SECTION("reads an agent's context policy in the command line's keys, summarize_to among them") {
+    const serve_config c = parse_config(agent +
+                                            "context_policy = \"short\"\nmax_input_tokens = 3000\nkeep_last_turns = 4\n"
+                                            "summarize = true\nsummarize_to = 0.25\n" +
+                                            key,
+                                        "serve.toml", "");
+    const troupe::context_choice& m = c.agents[0].model.context;
+    CHECK(m.preset == "short");
+    CHECK(m.max_input_tokens == 3000);
+    CHECK(m.keep_last_turns == 4u);
+    CHECK(m.summarize);
+    CHECK(m.summarize_to == 0.25);
+    CHECK_THAT(refusal(agent + "summarize_to = 0\n" + key),
+               Catch::Contains("agents[0].summarize_to: must be more than 0"));
+  }
   SECTION("takes a key from the environment variable it names") {
     ::setenv("TROUPE_SERVE_TEST_KEY", "sk-from-the-environment-1", 1);
     const serve_config c =
@@ -117,8 +132,9 @@ TEST_CASE("a serve config") {
   SECTION("with a non-ASCII character where toml++ 3.3.0 asks if it is whitespace is read as TOML says") {
     // A line-ending backslash in a multi-line string, then U+00A7; a key with U+01D4.
     CHECK_THAT(refusal("s = \"\"\"\\\n\u00a7\"\"\"\n" + agent + key),
-               Catch::Contains("serve.toml: s: is not a known field"));
-    CHECK_THAT(refusal("a\u01d4 = 1\n" + agent + key), Catch::Contains("serve.toml:1: "));
+               Catch::Contains("s: is not a known field (serve.toml:1)"));
+    CHECK_THAT(refusal("a\u01d4 = 1\n" + agent + key),
+               Catch::Contains("not valid TOML: ") && Catch::Contains("(serve.toml:1)"));
   }
   SECTION("a key's role is user or metrics") {
     CHECK_THAT(refusal(agent + "[[keys]]\nkey = \"sk-0123456789abcdef\"\nuser = \"u\"\nrole = \"admin\"\n"),
