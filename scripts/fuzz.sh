@@ -28,7 +28,7 @@ esac
 seconds="${1:?usage: scripts/fuzz.sh [--build-only | --no-build] SECONDS [TARGET...]}"
 shift
 all_targets=(sse_parser openai_stream anthropic_stream responses envelope tool_arguments mcp_tool_listing
-  thread_json mcp_message openai_chat serve_config)
+  thread_json mcp_message openai_chat serve_config scenario_toml)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all_targets[@]}")
 
@@ -49,6 +49,7 @@ seeds_of() {
     sse_parser) ls tests/fixtures/*.sse ;;
     openai_stream) ls tests/fixtures/openai_*.sse ;;
     anthropic_stream) ls tests/fixtures/anthropic_*.sse ;;
+    scenario_toml) ls examples/scenarios/*.toml ;;
   esac
 }
 
