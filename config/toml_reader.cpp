@@ -41,6 +41,10 @@ void table_reader::fail(std::string_view key, const std::string& why) const {
   throw field_error(file_, name(key), line(key), why);
 }
 
+void table_reader::fail_table(const std::string& why) const {
+  throw field_error(file_, path_, static_cast<std::int64_t>(t_.source().begin.line), why);
+}
+
 void table_reader::fail_at(const toml::node& n, std::string_view key, const std::string& suffix,
                            const std::string& why) const {
   throw field_error(file_, name(key) + suffix, static_cast<std::int64_t>(n.source().begin.line), why);

@@ -31,12 +31,13 @@ class table_reader {
   table_reader(const toml::table& t, std::string path, const std::string& file);
 
   std::string name(std::string_view key) const;
-  const std::string& path() const { return path_; }
   const std::string& file() const { return file_; }
 
   // The key's line, or the table's when the key is absent.
   std::int64_t line(std::string_view key) const;
   [[noreturn]] void fail(std::string_view key, const std::string& why) const;
+  // An error about the table as a whole, on its first line.
+  [[noreturn]] void fail_table(const std::string& why) const;
   // An error about one node under the key (an array's item, say): named
   // `key` + `suffix` ("hourly" + "[3]"), on the node's line.
   [[noreturn]] void fail_at(const toml::node& n, std::string_view key, const std::string& suffix,

@@ -170,8 +170,7 @@ scripted_policy read_policy(table_reader& r, bool social) {
     p.weights[action] = w;
   }
   if (std::none_of(p.weights.begin(), p.weights.end(), [](const auto& kv) { return kv.second > 0; }))
-    throw field_error(r.file(), r.path(), static_cast<std::int64_t>(r.table().source().begin.line),
-                      "needs an action with a weight above 0");
+    r.fail_table("needs an action with a weight above 0");
   return p;
 }
 
@@ -284,19 +283,17 @@ workflow_step read_interview(table_reader& r, const std::vector<population_group
   return i;
 }
 
-workflow_step read_step(table_reader& r, const table_reader& parent, std::string_view at, const toml::table& t,
-                        const scenario& s) {
+workflow_step read_step(table_reader& r, const scenario& s) {
   static constexpr std::string_view kinds[] = {"run", "inject", "interview", "checkpoint"};
   std::vector<std::string_view> present;
-  for (const auto& [key, value] : t) {
+  for (const auto& [key, value] : r.table()) {
     if (std::find(std::begin(kinds), std::end(kinds), key.str()) == std::end(kinds))
       r.fail(key.str(), "is not a kind of step (run, inject, interview or checkpoint)");
     present.push_back(key.str());
   }
   if (present.size() != 1)
-    parent.fail_at(
-        t, "workflow", std::string(at),
-        "a step is one of run, inject, interview or checkpoint (it has " + std::to_string(present.size()) + ")");
+    r.fail_table("a step is one of run, inject, interview or checkpoint (it has " + std::to_string(present.size()) +
+                 ")");
   const std::string_view kind = present.front();
   if (kind == "run") return run_rounds{r.integer("run", 1, 1, 1'000'000'000)};
   if (kind == "checkpoint") {
@@ -368,9 +365,8 @@ scenario read(const toml::table& doc, const std::string& base_dir, const std::st
 
   const auto steps = top.tables("workflow");
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    const std::string at = "[" + std::to_string(i) + "]";
-    table_reader r(*steps[i], "workflow" + at, file);
-    s.workflow.push_back(read_step(r, top, at, *steps[i], s));
+    table_reader r(*steps[i], "workflow[" + std::to_string(i) + "]", file);
+    s.workflow.push_back(read_step(r, s));
   }
 
   if (const toml::table* t = top.table("prices")) {
