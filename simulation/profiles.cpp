@@ -182,9 +182,9 @@ std::vector<boost::json::object> parse_csv_profiles(std::string_view text, const
   std::vector<std::string> fields;
   while (csv.next(fields)) {
     if (fields.size() != header.size())
-      throw profile_error(
-          file, csv.record_line(),
-          std::to_string(fields.size()) + " fields where the header has " + std::to_string(header.size()));
+      throw profile_error(file, csv.record_line(),
+                          "a record of " + std::to_string(fields.size()) + (fields.size() == 1 ? " field" : " fields") +
+                              " where the header has " + std::to_string(header.size()));
     boost::json::object& p = profiles.emplace_back();
     for (std::size_t i = 0; i < header.size(); ++i) p[header[i]] = fields[i];
   }

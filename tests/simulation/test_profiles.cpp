@@ -70,8 +70,8 @@ TEST_CASE("CSV profiles") {
   SECTION("a record with too few or too many fields is refused on its own line") {
     const profile_error e = csv_refusal("name,bio\n\"Bo\",\"two\nlines\"\nAda\n");
     CHECK(e.line == 4);
-    CHECK(e.reason == "1 fields where the header has 2");
-    CHECK(std::string(e.what()) == "1 fields where the header has 2 (people.csv:4)");
+    CHECK(e.reason == "a record of 1 field where the header has 2");
+    CHECK(std::string(e.what()) == "a record of 1 field where the header has 2 (people.csv:4)");
     CHECK(csv_refusal("name\nAda,36\n").line == 2);
   }
   SECTION("a quote left open is refused on the line it opened") {
