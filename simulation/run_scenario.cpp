@@ -129,7 +129,6 @@ class scenario_run {
     for (const auto& m : population_) ids_.push_back(m.id);
     slots_.resize(population_.size());
     world_ = make_world();
-    world_->populate(ids_);
     if (auto p = options_.policies.find(s_.world.kind); p != options_.policies.end())
       policy_ = p->second;
     else if (s_.world.kind == "social")
@@ -201,6 +200,7 @@ class scenario_run {
     if (auto f = options_.worlds.find(s_.world.kind); f != options_.worlds.end()) {
       auto w = f->second(s_);
       if (!w) throw scenario_run_error("the world factory for \"" + s_.world.kind + "\" made no world");
+      w->populate(ids_);
       return w;
     }
     if (s_.world.kind == "social") return make_social_world(s_, population_);

@@ -123,6 +123,10 @@ world_spec read_world(table_reader& r, const std::string& base_dir) {
     if (!names.insert(c.name).second) cr.fail("name", "another channel is already named " + c.name);
     w.channels.push_back(std::move(c));
   }
+  if (const toml::node* n = r.find("settings")) {
+    if (!n->is_table()) r.fail("settings", "must be a table of the world's own settings");
+    w.settings = json_of(r, "settings", "", *n).as_object();
+  }
   r.refuse_unknown();
   return w;
 }
