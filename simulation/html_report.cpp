@@ -60,6 +60,7 @@ struct chart {
   chart_kind kind = chart_kind::stacked_bars;
   std::vector<chart_series> series;
   std::function<std::string(double)> label = [](double v) { return grouped(v); };
+  bool counts = true;  // whole numbers: no tick between two integers
 };
 
 // A round number of steps (1, 2, 2.5 or 5 times a power of ten) that covers `top` in about four.
@@ -89,7 +90,7 @@ std::string render_chart(const chart& c, const std::vector<std::int64_t>& rounds
       max = std::max(max, c.kind == chart_kind::lines ? v : stack);
     }
   }
-  const double step = max > 0 ? tick_step(max) : 1;
+  const double step = max > 0 ? (c.counts ? std::max(1.0, tick_step(max)) : tick_step(max)) : 1;
   const double y_top = max > 0 ? std::ceil(max / step) * step : 1;
   const auto y = [&](double v) { return top + plot_h * (1 - v / y_top); };
   const double band = plot_w / static_cast<double>(n);
@@ -205,12 +206,14 @@ std::string charts(const scenario_report& r) {
   chart cost{"chart-cost", "Cost", chart_kind::stacked_bars, {}};
   cost.series.push_back({"cost", per_round([](const round_summary& s) { return s.cost; })});
   cost.label = [](double v) { return dollars(v); };
+  cost.counts = false;
   out += render_chart(cost, rounds);
 
   chart latency{"chart-latency", "Activation latency (ms)", chart_kind::lines, {}};
   latency.series.push_back({"p50", per_round([](const round_summary& s) { return s.latency_p50_ms; })});
   latency.series.push_back({"p99", per_round([](const round_summary& s) { return s.latency_p99_ms; })});
   latency.label = [](double v) { return v < 10 ? fixed(v, 1) : grouped(v); };
+  latency.counts = false;
   out += render_chart(latency, rounds);
   return out + "</div>\n</section>\n";
 }
@@ -231,7 +234,8 @@ std::string totals(const scenario_report& r, const event_log_digest* log) {
   out += row("cost", dollars(r.cost));
   out += row("seconds", fixed(r.seconds, 1));
   out += row("spawn seconds", fixed(r.spawn_seconds, 1));
-  out += row("activations per second", grouped(r.activations_per_second));
+  out += row("activations per second",
+             r.activations_per_second < 100 ? fixed(r.activations_per_second, 1) : grouped(r.activations_per_second));
   if (log) out += row("checkpoints", count(log->checkpoints));
   out += "</table>\n";
 
@@ -288,7 +292,7 @@ std::string spread(const scenario_report& r, const event_log_digest& log) {
     }
     c.series.push_back(std::move(s));
   }
-  out += render_chart(c, rounds);
+  out += "<div class=\"charts\">\n" + render_chart(c, rounds) + "</div>\n";
 
   out +=
       "<table id=\"spread-table\"><thead><tr><th>#</th><th>post</th><th>author</th><th>posted in round</th>"
@@ -390,7 +394,7 @@ body { font: 14px/1.45 system-ui, sans-serif; color: #1d2330; margin: 24px auto;
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 28px 0 10px; } h3 { font-size: 15px; margin: 16px 0 4px; }
 .sub { color: #5b6475; margin: 0; }
 .charts { display: flex; flex-wrap: wrap; gap: 16px; }
-figure.chart { margin: 0; border: 1px solid #dde1e8; border-radius: 6px; padding: 8px 10px; max-width: 740px; }
+figure.chart { margin: 0; border: 1px solid #dde1e8; border-radius: 6px; padding: 8px 10px; flex: 0 1 700px; }
 figure.chart svg { max-width: 100%; height: auto; display: block; }
 figcaption { font-weight: 600; margin-bottom: 4px; }
 svg .grid { stroke: #e6e9ef; } svg text { font-size: 11px; fill: #5b6475; }
