@@ -8,14 +8,12 @@
 // SKIP_RETURN_CODE).
 
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { createRequire } from "node:module";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-
-const skip = 77;
-const chromium_path = process.env.TROUPE_CHROMIUM || "/usr/bin/chromium";
+// One pinned playwright-core for every browser test: the one tests/serve/js installs.
+import { check, chromium_or_exit, chromium_path } from "../serve/js/browser.mjs";
 
 const args = process.argv.slice(2);
 const screenshot_at = args.indexOf("--screenshot");
@@ -25,22 +23,7 @@ if (!program) {
   console.error("usage: node report_page.test.mjs SIMULATION_REPORT_PAGE [--screenshot FILE.png]");
   process.exit(2);
 }
-if (!existsSync(chromium_path)) {
-  console.log(`troupe-skip: no Chromium at ${chromium_path} (scripts/test.sh installs Debian's chromium)`);
-  process.exit(skip);
-}
-let chromium;
-try {
-  // One pinned copy for every browser test: the one tests/serve/js installs.
-  ({ chromium } = createRequire(new URL("../serve/js/package.json", import.meta.url))("playwright-core"));
-} catch (e) {
-  console.error("playwright-core is not installed: run npm ci --prefix tests/serve/js (" + e.message + ")");
-  process.exit(1);
-}
-
-function check(condition, what) {
-  if (!condition) throw new Error("expected " + what);
-}
+const chromium = await chromium_or_exit();
 
 const dir = mkdtempSync(join(tmpdir(), "troupe-report-test-"));
 const page_path = join(dir, "report.html");

@@ -10,12 +10,11 @@
 
 import { spawn } from "node:child_process";
 import { createServer, connect } from "node:net";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { check, chromium_or_exit, chromium_path } from "./browser.mjs";
 
-const skip = 77;
-const chromium_path = process.env.TROUPE_CHROMIUM || "/usr/bin/chromium";
 const key = "sk-web-test-0123456789abcdef";
 
 const args = process.argv.slice(2);
@@ -26,21 +25,7 @@ if (!binary) {
   console.error("usage: node chat_page.test.mjs TROUPE_BINARY [PORT] [--screenshot FILE.png]");
   process.exit(2);
 }
-if (!existsSync(chromium_path)) {
-  console.log(`troupe-skip: no Chromium at ${chromium_path} (scripts/test.sh installs Debian's chromium)`);
-  process.exit(skip);
-}
-let chromium;
-try {
-  ({ chromium } = await import("playwright-core"));
-} catch (e) {
-  console.error("playwright-core is not installed: run npm ci --prefix tests/serve/js (" + e.message + ")");
-  process.exit(1);
-}
-
-function check(condition, what) {
-  if (!condition) throw new Error("expected " + what);
-}
+const chromium = await chromium_or_exit();
 
 // The first reply streams three deltas at once, then (two and a half seconds
 // later) calls the calculator; the second streams the answer. The pause is
