@@ -326,9 +326,10 @@ std::string interviews(const event_log_digest& log) {
   std::string out = "<section id=\"interviews\">\n<h2>Interviews</h2>\n";
   if (log.interviews.empty()) return out + "<p class=\"empty\">The workflow asked no interview.</p>\n</section>\n";
   for (const auto& iv : log.interviews) {
-    out += "<div class=\"interview\">\n<h3>Step " + std::to_string(iv.step) + ", after round " +
-           std::to_string(iv.round) + "</h3>\n<p class=\"question\">" + esc(iv.question) +
-           "</p>\n<p>Answered: " + count(iv.answers) + ", failed: " + count(iv.errors) + ".</p>\n";
+    const std::string when = iv.round > 0 ? "after round " + std::to_string(iv.round) : "before round 1";
+    out += "<div class=\"interview\">\n<h3>Step " + std::to_string(iv.step) + ", " + when +
+           "</h3>\n<p class=\"question\">" + esc(iv.question) + "</p>\n<p>Answered: " + count(iv.answers) +
+           ", failed: " + count(iv.errors) + ".</p>\n";
     out += "<table><thead><tr><th>agent</th><th>answer</th></tr></thead><tbody>\n";
     for (const auto& a : iv.shown)
       out +=
