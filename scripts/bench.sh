@@ -13,11 +13,12 @@
 #                       one agent's commits slowed down next to none
 #   serve_bench         troupe serve: 1,000 SSE conversations of 10 turns, the overhead per turn at low
 #                       load (--soak-seconds N adds a memory soak)
+#   world_bench         the social world's cost per round (check, apply, observe) at 10k, 100k and 1M agents
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh postgresql
 bash scripts/build.sh --target thread_bench --target runtime_bench --target agent_memory_bench --target stream_bench --target concurrent_streams \
-  --target load_bench --target store_bench --target durable_bench --target serve_bench
+  --target load_bench --target store_bench --target durable_bench --target serve_bench --target world_bench
 build="${TROUPE_BUILD_DIR:-build}"
 gbench=(--benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
 "$build/bench/thread_bench" "${gbench[@]}"
@@ -26,6 +27,7 @@ gbench=(--benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
 "$build/bench/stream_bench" "${gbench[@]}"
 "$build/bench/concurrent_streams" --streams 1000
 "$build/bench/load_bench" --repeat 3
+"$build/bench/world_bench" --repeat 3
 bash scripts/with-postgres.sh "$build/bench/store_bench" --repeat 3
 bash scripts/with-postgres.sh "$build/bench/durable_bench" --repeat 3
 "$build/bench/serve_bench" --conversations 1000 --turns 10

@@ -2,27 +2,37 @@
 
 #include "world/world.hpp"
 
-#include <algorithm>
-#include <numeric>
+#include <functional>
 #include <stdexcept>
 
 namespace troupe {
 
+namespace {
+
+std::uint64_t hash_id(std::string_view id) { return std::hash<std::string_view>{}(id); }
+
+}  // namespace
+
 agent_directory::agent_directory(std::vector<std::string> ids) : ids_(std::move(ids)) {
   if (ids_.size() >= operator_agent) throw std::invalid_argument("agent_directory: too many agents for 32-bit indices");
-  by_id_.resize(ids_.size());
-  std::iota(by_id_.begin(), by_id_.end(), 0u);
-  std::sort(by_id_.begin(), by_id_.end(), [&](std::uint32_t a, std::uint32_t b) { return ids_[a] < ids_[b]; });
-  for (std::size_t i = 1; i < by_id_.size(); ++i)
-    if (ids_[by_id_[i - 1]] == ids_[by_id_[i]])
-      throw std::invalid_argument("agent_directory: duplicate agent id \"" + ids_[by_id_[i]] + "\"");
+  index_.reserve(ids_.size());
+  for (std::uint32_t i = 0; i < ids_.size(); ++i) {
+    if (find(ids_[i])) throw std::invalid_argument("agent_directory: duplicate agent id \"" + ids_[i] + "\"");
+    index_.insert(hash_id(ids_[i]), i, [&](std::uint32_t at) { return hash_id(ids_[at]); });
+  }
 }
 
 std::optional<std::uint32_t> agent_directory::find(std::string_view id) const {
-  const auto it = std::lower_bound(by_id_.begin(), by_id_.end(), id,
-                                   [&](std::uint32_t index, std::string_view v) { return ids_[index] < v; });
-  if (it == by_id_.end() || ids_[*it] != id) return std::nullopt;
-  return *it;
+  const std::uint32_t at = index_.find(hash_id(id), [&](std::uint32_t i) { return ids_[i] == id; });
+  if (at == flat_index::absent) return std::nullopt;
+  return at;
+}
+
+std::size_t agent_directory::memory_bytes() const {
+  std::size_t bytes = ids_.capacity() * sizeof(std::string) + index_.memory_bytes();
+  for (const auto& id : ids_)
+    if (id.capacity() > 15) bytes += id.capacity() + 1;  // beyond the short-string buffer
+  return bytes;
 }
 
 }  // namespace troupe

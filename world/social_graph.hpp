@@ -12,7 +12,7 @@
 //
 // Follows and unfollows during a run go to a delta: for the agents they
 // touch, sorted lists of followers (and followees) added and removed. The
-// delta is folded back into the rows when it outgrows a quarter of them, so
+// delta is folded back into the rows when it outgrows a 32nd of them, so
 // a round pays for the follows it changes, not for a copy of the graph.
 
 #include "simulation/scenario.hpp"

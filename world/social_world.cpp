@@ -3,6 +3,7 @@
 #include "runtime/tools/tool.hpp"
 #include "signals/json_text.hpp"
 #include "signals/utf8.hpp"
+#include "world/seeded_random.hpp"
 
 #include <boost/json/array.hpp>
 
@@ -92,6 +93,11 @@ std::optional<parsed_id> parse_id(std::string_view id, char prefix) {
   return parsed_id{*round, *author, *seq};
 }
 
+// splitmix64's mixing, for a post's place in the index.
+std::uint64_t key_hash(std::uint32_t round, std::uint32_t author, std::uint32_t seq) {
+  return seeded_random((std::uint64_t{round} << 32 | author) ^ (std::uint64_t{seq} << 48 | seq)).next();
+}
+
 std::string make_id(char prefix, std::uint32_t round, std::uint32_t author, std::uint32_t seq) {
   std::string id(1, prefix);
   id += std::to_string(round);
@@ -155,11 +161,10 @@ void social_world::populate(const std::vector<std::string>& agent_ids) {
   agents_ = agent_directory(agent_ids);
   graph_ = make_graph(spec_.graph, agents_, seed_, base_dir_);
   const std::uint32_t n = agents_.size();
-  feeds_ = bounded_lists(n, static_cast<std::uint32_t>(spec_.feed_size));
-  inboxes_ = bounded_lists(n, static_cast<std::uint32_t>(spec_.inbox_size));
-  followed_by_ = bounded_lists(n, static_cast<std::uint32_t>(spec_.inbox_size));
-  delivered_to_.assign(n, 0);
-  reached_in_.assign(n, 0);
+  const auto feed_size = static_cast<std::uint32_t>(spec_.feed_size);
+  const auto inbox_size = static_cast<std::uint32_t>(spec_.inbox_size);
+  lists_ = bounded_lists<3>(n, {feed_size, inbox_size, inbox_size});
+  stamps_.assign(n, {});
 }
 
 void social_world::subscribe(std::uint32_t agent, std::string_view channel) {
@@ -220,14 +225,18 @@ struct social_world::validated {
   std::uint32_t agent = none;    // follow, unfollow: the followee; send_message: the recipient
 };
 
+std::uint64_t social_world::post_hash(std::uint32_t post) const {
+  const auto& p = posts_[post];
+  return key_hash(p.round, p.author, p.seq);
+}
+
 std::uint32_t social_world::find_post_index(std::string_view id) const {
-  const auto p = parse_id(id, 'p');
-  if (!p) return none;
-  const auto it = std::lower_bound(posts_.begin(), posts_.end(), *p, [](const post_record& r, const parsed_id& k) {
-    return std::tie(r.round, r.author, r.seq) < std::tie(k.round, k.author, k.seq);
+  const auto k = parse_id(id, 'p');
+  if (!k) return none;
+  return post_index_.find(key_hash(k->round, k->author, k->seq), [&](std::uint32_t i) {
+    const auto& p = posts_[i];
+    return p.round == k->round && p.author == k->author && p.seq == k->seq;
   });
-  if (it == posts_.end() || it->round != p->round || it->author != p->author || it->seq != p->seq) return none;
-  return static_cast<std::uint32_t>(it - posts_.begin());
 }
 
 std::uint32_t social_world::resolve_agent(std::string_view id) const {
@@ -349,28 +358,22 @@ std::string social_world::agent_name(std::uint32_t agent) const {
 
 std::string_view social_world::text_of(std::uint32_t post) const {
   const auto& p = posts_[posts_[post].root];
-  return std::string_view(texts_).substr(p.text_at, p.text_size);
-}
-
-std::uint64_t social_world::store_text(std::string_view text) {
-  const std::uint64_t at = texts_.size();
-  texts_.append(text);
-  return at;
+  return texts_.at(p.text_at, p.text_size);
 }
 
 void social_world::reach(std::uint32_t agent) {
   const auto round = static_cast<std::uint32_t>(last_round_);
-  if (reached_in_[agent] == round) return;
-  reached_in_[agent] = round;
+  if (stamps_[agent].round == round) return;
+  stamps_[agent].round = round;
   reached_.push_back(agent);
 }
 
 void social_world::deliver_post(std::uint32_t post, std::uint32_t also) {
   const post_record& p = posts_[post];
   auto give = [&](std::uint32_t agent) {
-    if (agent == p.author || delivered_to_[agent] == post + 1) return;
-    delivered_to_[agent] = post + 1;
-    feeds_.push(agent, post);
+    if (agent == p.author || stamps_[agent].post == post + 1) return;
+    stamps_[agent].post = post + 1;
+    lists_.push(feed, agent, post);
     reach(agent);
     ++round_deliveries_;
   };
@@ -401,9 +404,7 @@ void social_world::apply(std::int64_t round, const std::vector<std::uint32_t>& a
   }
   for (const std::uint32_t a : activated) {
     if (a >= agents_.size()) throw std::invalid_argument("social world: no agent " + std::to_string(a));
-    feeds_.mark_seen(a);
-    inboxes_.mark_seen(a);
-    followed_by_.mark_seen(a);
+    lists_.mark_seen(a);
   }
   last_round_ = round;
   const auto r = static_cast<std::uint32_t>(round);
@@ -446,7 +447,7 @@ void social_world::apply(std::int64_t round, const std::vector<std::uint32_t>& a
           ++posts_[p.root].reposts;
           reposted_.insert(p.root, self);
         } else {
-          p.text_at = store_text(v.text);
+          p.text_at = texts_.append(v.text);
           p.text_size = static_cast<std::uint32_t>(v.text.size());
           if (v.kind == action_kind::reply) {
             ++posts_[v.post].replies;
@@ -454,6 +455,7 @@ void social_world::apply(std::int64_t round, const std::vector<std::uint32_t>& a
           }
         }
         posts_.push_back(p);
+        post_index_.insert(post_hash(index), index, [&](std::uint32_t i) { return post_hash(i); });
         deliver_post(index, also);
         break;
       }
@@ -463,7 +465,7 @@ void social_world::apply(std::int64_t round, const std::vector<std::uint32_t>& a
         break;
       case action_kind::follow:
         graph_.follow(self, v.agent);
-        followed_by_.push(v.agent, self);
+        lists_.push(new_followers, v.agent, self);
         reach(v.agent);
         break;
       case action_kind::unfollow:
@@ -472,8 +474,9 @@ void social_world::apply(std::int64_t round, const std::vector<std::uint32_t>& a
       case action_kind::send_message: {
         if (messages_.size() >= none - 1) throw std::length_error("social world: too many messages");
         const auto index = static_cast<std::uint32_t>(messages_.size());
-        messages_.push_back({r, self, action.key.seq, static_cast<std::uint32_t>(v.text.size()), store_text(v.text)});
-        inboxes_.push(v.agent, index);
+        messages_.push_back(
+            {r, self, action.key.seq, static_cast<std::uint32_t>(v.text.size()), texts_.append(v.text)});
+        lists_.push(inbox, v.agent, index);
         reach(v.agent);
         ++messages_delivered;
         break;
@@ -507,9 +510,9 @@ void social_world::apply(std::int64_t round, const std::vector<std::uint32_t>& a
 world_observation social_world::observe(std::uint32_t agent, std::int64_t round) const {
   if (agent >= agents_.size()) throw std::invalid_argument("social world: no agent " + std::to_string(agent));
   world_observation out;
-  const std::uint32_t feed_new = feeds_.unseen(agent);
-  const std::uint32_t inbox_new = inboxes_.unseen(agent);
-  const std::uint32_t followers_new = followed_by_.unseen(agent);
+  const std::uint32_t feed_new = lists_.unseen(feed, agent);
+  const std::uint32_t inbox_new = lists_.unseen(inbox, agent);
+  const std::uint32_t followers_new = lists_.unseen(new_followers, agent);
   if (feed_new == 0 && inbox_new == 0 && followers_new == 0) return out;
   out.empty = false;
   std::string& text = out.text;
@@ -521,16 +524,15 @@ world_observation social_world::observe(std::uint32_t agent, std::int64_t round)
   data["round"] = round;
   // One section a list: a heading with how many are new and shown, a line
   // an entry ("- " and what `entry` appends), and the same as JSON.
-  auto section = [&](const char* heading, const char* key, const bounded_lists& lists, std::uint32_t unseen,
-                     auto&& entry) {
+  auto section = [&](const char* heading, const char* key, list which, std::uint32_t unseen, auto&& entry) {
     if (unseen == 0) return;
-    const std::uint32_t shown = std::min(unseen, lists.capacity());
+    const std::uint32_t shown = std::min(unseen, lists_.capacity(which));
     text += heading;
     text += " (";
     if (shown != unseen) text += std::to_string(shown) + " of ";
     text += std::to_string(unseen) + " new):\n";
     boost::json::array items;
-    lists.for_each_newest(agent, unseen, [&](std::uint32_t index) {
+    lists_.for_each_newest(which, agent, unseen, [&](std::uint32_t index) {
       text += "- ";
       items.push_back(entry(index));
       text += '\n';
@@ -538,7 +540,7 @@ world_observation social_world::observe(std::uint32_t agent, std::int64_t round)
     data[key] = std::move(items);
     data[std::string(key) + "_new"] = unseen;
   };
-  section("Feed, newest first", "feed", feeds_, feed_new, [&](std::uint32_t index) {
+  section("Feed, newest first", "feed", feed, feed_new, [&](std::uint32_t index) {
     const post_record& p = posts_[index];
     const post_record& root = posts_[p.root];
     const std::string id = post_id(index);
@@ -585,11 +587,11 @@ world_observation social_world::observe(std::uint32_t agent, std::int64_t round)
     item["replies"] = root.replies;
     return item;
   });
-  section("Messages, newest first", "messages", inboxes_, inbox_new, [&](std::uint32_t index) {
+  section("Messages, newest first", "messages", inbox, inbox_new, [&](std::uint32_t index) {
     const message_record& m = messages_[index];
     const std::string id = make_id('m', m.round, m.from, m.seq);
     const std::string from = agent_name(m.from);
-    const std::string_view body = std::string_view(texts_).substr(m.text_at, m.text_size);
+    const std::string_view body = texts_.at(m.text_at, m.text_size);
     text += id;
     text += " from ";
     text += from;
@@ -597,7 +599,7 @@ world_observation social_world::observe(std::uint32_t agent, std::int64_t round)
     append_json_string(text, body);
     return boost::json::object{{"id", id}, {"from", from}, {"text", body}};
   });
-  section("New followers, newest first", "new_followers", followed_by_, followers_new, [&](std::uint32_t index) {
+  section("New followers, newest first", "new_followers", new_followers, followers_new, [&](std::uint32_t index) {
     text += agents_.id(index);
     return boost::json::string(agents_.id(index));
   });
@@ -642,11 +644,17 @@ std::vector<social_world::post_view> social_world::cascade(std::string_view root
 }
 
 std::size_t social_world::memory_bytes() const {
-  std::size_t bytes = graph_.memory_bytes() + feeds_.memory_bytes() + inboxes_.memory_bytes() +
-                      followed_by_.memory_bytes() + likes_.memory_bytes() + reposted_.memory_bytes();
-  bytes += posts_.capacity() * sizeof(post_record) + messages_.capacity() * sizeof(message_record) + texts_.capacity();
-  bytes += (delivered_to_.capacity() + reached_in_.capacity() + reached_.capacity()) * sizeof(std::uint32_t);
-  for (std::uint32_t i = 0; i < agents_.size(); ++i) bytes += sizeof(std::string) + agents_.id(i).capacity() + 1 + 4;
+  std::size_t bytes = graph_.memory_bytes() + lists_.memory_bytes() + post_index_.memory_bytes() +
+                      likes_.memory_bytes() + reposted_.memory_bytes() + stamps_.capacity() * sizeof(stamp);
+  // A deque's chunks hold 512 bytes; its map a pointer a chunk.
+  auto deque_bytes = [](std::size_t n, std::size_t size) {
+    const std::size_t per_chunk = std::max<std::size_t>(1, 512 / size);
+    return (n / per_chunk + 1) * (per_chunk * size + sizeof(void*));
+  };
+  bytes += deque_bytes(posts_.size(), sizeof(post_record)) + deque_bytes(messages_.size(), sizeof(message_record)) +
+           texts_.memory_bytes();
+  bytes += reached_.capacity() * sizeof(std::uint32_t);
+  bytes += agents_.memory_bytes();
   for (const auto& c : channels_) bytes += c.subscribers.capacity() * sizeof(std::uint32_t);
   return bytes;
 }

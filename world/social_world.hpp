@@ -12,24 +12,26 @@
 //
 // Ids are made of the action's round and key alone ("p3.12.1": round 3,
 // agent 12, its action 1; "op" for the operator), so a seeded run names
-// the same posts every time, and the posts, kept in key order, are found
-// by binary search without an index of their own.
+// the same posts every time; a flat hash index finds a post by its id.
 //
 // The operator (interventions) may post, reply, repost, like and send
 // messages; what it posts outside a channel reaches every agent.
 //
 // Sized for a million agents: per agent a few 4-byte counters and rings of
-// post indices, per post 56 bytes and its text in one shared buffer (see
-// docs/benchmarks.md for the figures).
+// post indices, per post 56 bytes, 8 to 16 of index and its text in one
+// shared buffer (docs/benchmarks.md has the figures).
 
 #include "simulation/scenario.hpp"
 #include "world/agent_directory.hpp"
 #include "world/bounded_lists.hpp"
+#include "world/flat_index.hpp"
 #include "world/social_graph.hpp"
+#include "world/text_arena.hpp"
 #include "world/world.hpp"
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -144,8 +146,8 @@ class social_world final : public world {
   std::uint32_t resolve_agent(std::string_view id) const;    // tool_failure when absent
   std::string post_id(std::uint32_t post) const;
   std::string agent_name(std::uint32_t agent) const;
+  std::uint64_t post_hash(std::uint32_t post) const;
   std::string_view text_of(std::uint32_t post) const;
-  std::uint64_t store_text(std::string_view text);
   void deliver_post(std::uint32_t post, std::uint32_t also);
   void reach(std::uint32_t agent);
   post_view view(std::uint32_t post) const;
@@ -156,16 +158,25 @@ class social_world final : public world {
   agent_directory agents_;
   social_graph graph_;
   std::vector<channel_state> channels_;
-  std::vector<post_record> posts_;  // in key order: (round, author, seq)
-  std::vector<message_record> messages_;
-  std::string texts_;  // every post's and message's text, end to end
-  bounded_lists feeds_;
-  bounded_lists inboxes_;
-  bounded_lists followed_by_;  // who started following the agent
+  // In the order applied. A deque grows in 512-byte chunks: no copy of a
+  // million records when it grows, no doubled capacity held.
+  std::deque<post_record> posts_;
+  std::deque<message_record> messages_;
+  text_arena texts_;       // every post's and message's text
+  flat_index post_index_;  // posts_ by id
+  // Per agent: its feed (post indices), inbox (message indices) and who
+  // started following it (agent indices).
+  enum list : std::size_t { feed, inbox, new_followers };
+  bounded_lists<3> lists_;
   pair_set likes_;
   pair_set reposted_;
-  std::vector<std::uint32_t> delivered_to_;  // per agent: the last post delivered + 1 (no post twice)
-  std::vector<std::uint32_t> reached_in_;    // per agent: the last round something reached it
+  // Per agent, side by side (a delivery reads both): the last post
+  // delivered to it + 1 (no post twice), the last round something reached it.
+  struct stamp {
+    std::uint32_t post = 0;
+    std::uint32_t round = 0;
+  };
+  std::vector<stamp> stamps_;
   std::vector<std::uint32_t> reached_;
   std::int64_t last_round_ = 0;
   std::uint64_t round_deliveries_ = 0;
