@@ -111,8 +111,7 @@ cli_session::cli_session(const model_options& o, const std::string& default_stor
                       .store = store.threads,
                       .telemetry = std::make_shared<log_sink>(false),
                       .lease_ttl = std::chrono::milliseconds(static_cast<std::int64_t>(o.lease_ttl_seconds * 1000))});
-  rt->tools().add(calculator_tool());
-  rt->tools().add(current_time_tool());
+  for (tool& t : builtin_tools()) rt->tools().add(std::move(t));
   agent_spec spec;
   spec.id = "cli";
   spec.model = m.model;

@@ -3,6 +3,10 @@
 
 #include "apps/commands.hpp"
 #include "signals/json_text.hpp"
+#include "runtime/tools/builtin_tools.hpp"
+#include "simulation/activation.hpp"
+#include "simulation/estimate.hpp"
+#include "simulation/html_report.hpp"
 #include "simulation/run_scenario.hpp"
 #include "simulation/scenario_toml.hpp"
 
@@ -64,13 +68,6 @@ class progress_line {
   std::thread thread_;
 };
 
-std::int64_t workflow_rounds(const scenario& s) {
-  std::int64_t n = 0;
-  for (const auto& step : s.workflow)
-    if (const auto* r = std::get_if<run_rounds>(&step)) n += r->rounds;
-  return s.workflow.empty() ? 1 : n;
-}
-
 boost::json::object counts_json(const std::map<std::string, std::size_t>& counts) {
   boost::json::object o;
   for (const auto& [k, n] : counts) o[k] = n;
@@ -82,6 +79,17 @@ boost::json::object counts_json(const std::map<std::string, std::size_t>& counts
 int run_scenario_command(const scenario_command_options& o, const model_options& model) {
   scenario s = read_scenario(o.scenario);
   if (o.seed) s.seed = *o.seed;
+  if (o.estimate) {
+    estimate_inputs in;
+    in.world_actions = scenario_actions(s);
+    for (const tool& t : builtin_tools()) in.other_tools.push_back(t.spec);
+    const scenario_estimate e = estimate_scenario(s, in);
+    if (o.json)
+      std::cout << json_text(estimate_json(e)) << "\n";
+    else
+      std::cout << format_estimate(e);
+    return 0;
+  }
   scenario_run_options run;
   run.store = store_for(o.store, "memory:").threads;
   run.event_log = o.events;
@@ -94,9 +102,10 @@ int run_scenario_command(const scenario_command_options& o, const model_options&
   scenario_progress progress;
   scenario_report r;
   {
-    progress_line line(progress, workflow_rounds(s));
+    progress_line line(progress, total_rounds(s));
     r = run_scenario(s, run, progress);
   }
+  if (!o.report.empty()) write_html_report(r, o.events, o.report);
   const double peak_mib = static_cast<double>(peak_rss_bytes()) / (1024 * 1024);
   if (o.json) {
     boost::json::array rounds;

@@ -293,7 +293,7 @@ simulation_report run_simulation(const simulation_options& options, simulation_p
     rt.tools().add(std::move(lookup));
     tools = {"lookup"};
   } else {
-    for (tool t : {calculator_tool(), current_time_tool()}) rt.tools().add(std::move(t));
+    for (tool& t : builtin_tools()) rt.tools().add(std::move(t));
     // Added tools (an MCP server's).
     if (options.add_tools)
       for (auto& name : options.add_tools(rt)) tools.push_back(std::move(name));

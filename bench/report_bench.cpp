@@ -16,7 +16,7 @@
 #include "bench/bench_support.hpp"
 #include "signals/json_text.hpp"
 #include "simulation/html_report.hpp"
-#include "world/seeded_draw.hpp"
+#include "world/seeded_random.hpp"
 
 #include <sys/resource.h>
 

@@ -15,7 +15,7 @@
 #include "simulation/run_scenario.hpp"
 #include "simulation/scenario_toml.hpp"
 #include "runtime/tools/tool.hpp"
-#include "world/seeded_draw.hpp"
+#include "world/seeded_random.hpp"
 
 #include <boost/json.hpp>
 

@@ -1,6 +1,6 @@
 #include "simulation/activation.hpp"
 
-#include "world/seeded_draw.hpp"
+#include "world/seeded_random.hpp"
 
 #include <algorithm>
 
@@ -12,6 +12,14 @@ namespace {
 constexpr std::uint64_t activation_salt = 0x61637469766174ULL;  // "activat"
 
 }  // namespace
+
+std::int64_t total_rounds(const scenario& s) {
+  if (s.workflow.empty()) return 1;
+  std::int64_t n = 0;
+  for (const auto& step : s.workflow)
+    if (const auto* r = std::get_if<run_rounds>(&step)) n += std::max<std::int64_t>(0, r->rounds);
+  return n;
+}
 
 int hour_of_round(const clock_spec& clock, std::int64_t round) {
   const std::int64_t minutes = clock.start_hour * 60 + (round - 1) * clock.minutes_per_round;
@@ -45,7 +53,7 @@ std::vector<std::uint32_t> sample_agents(const std::vector<std::uint32_t>& from,
   // A partial Fisher–Yates shuffle with seeded draws, then back in index order.
   std::vector<std::uint32_t> pool = from;
   for (std::size_t i = 0; i < count; ++i) {
-    const std::size_t j = i + below(draw64(seed, salt, i), pool.size() - i);
+    const std::size_t j = i + bounded_draw(draw64(seed, salt, i), pool.size() - i);
     std::swap(pool[i], pool[j]);
   }
   pool.resize(count);

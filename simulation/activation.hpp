@@ -10,6 +10,9 @@
 
 namespace troupe {
 
+// The rounds the scenario's workflow runs in all (an empty workflow: one).
+std::int64_t total_rounds(const scenario& s);
+
 // The simulated hour of day (0..23) a round runs at.
 int hour_of_round(const clock_spec& clock, std::int64_t round);
 

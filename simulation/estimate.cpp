@@ -13,14 +13,6 @@ namespace json = boost::json;
 
 namespace {
 
-std::int64_t total_rounds(const scenario& s) {
-  if (s.workflow.empty()) return 1;
-  std::int64_t n = 0;
-  for (const auto& step : s.workflow)
-    if (const auto* r = std::get_if<run_rounds>(&step)) n += std::max<std::int64_t>(0, r->rounds);
-  return n;
-}
-
 std::vector<double> probabilities(const clock_spec& clock, std::int64_t rounds) {
   std::vector<double> p;
   p.reserve(static_cast<std::size_t>(rounds));

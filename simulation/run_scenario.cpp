@@ -4,11 +4,12 @@
 #include "runtime/llm/scripted_provider.hpp"
 #include "runtime/random_ids.hpp"
 #include "runtime/text.hpp"
+#include "runtime/tools/builtin_tools.hpp"
 #include "signals/json_text.hpp"
 #include "simulation/activation.hpp"
 #include "simulation/event_log.hpp"
 #include "simulation/population.hpp"
-#include "world/seeded_draw.hpp"
+#include "world/seeded_random.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -97,13 +98,15 @@ double percentile(std::vector<double>& xs, double q) {
 }
 
 // The scripted stand-in for a model: what a round's policy decides, as tool
-// calls, then a short answer once their results are in. Usage is counted
-// from the context's size, so a scripted run's token figures move with what
-// the agents read, as a model's would.
+// calls, then a short answer once their results are in. Its usage counts
+// what it reads this call (the system prompt and the newest message), not
+// the history before it: a resumed run, whose agents' threads keep an
+// attempt the kill cut short, then reports the tokens an uninterrupted one
+// does.
 scripted_reply scripted_turn(const llm_stream& s, const std::function<std::vector<policy_action>(
                                                       const parsed_request_id&)>& decide) {
-  std::int64_t chars = 0;
-  for (const auto& m : s.messages) chars += static_cast<std::int64_t>(m.content.size());
+  std::int64_t chars = static_cast<std::int64_t>(s.messages.back().content.size());
+  if (s.messages.front().role == "system") chars += static_cast<std::int64_t>(s.messages.front().content.size());
   const token_usage usage{chars / 4 + 1, 12};
   const auto id = parse_request_id(s.request_id);
   if (!id) return scripted_reply::text("I have nothing to add.", usage);
@@ -158,6 +161,7 @@ class scenario_run {
     // its agents' threads back at once instead of waiting out their leases.
     ro.owner_id = "simulation:" + s_.name;
     runtime rt(ro);
+    for (tool& t : builtin_tools()) rt.tools().add(std::move(t));
     register_world_tools(rt);
     const auto spawn_started = clk::now();
     agents_ = rt.spawn_agents(agent_specs());
@@ -357,7 +361,7 @@ class scenario_run {
         ++in_flight;
       }
       ask_options o;
-      o.thread_id = "interview";
+      o.thread_id = ids_[sample[k]] + ":interview";
       o.request_id = interview_request_id(step + 1, sample[k]);
       o.on_reply = [&, k](const reply& r) {
         std::lock_guard lock(m);
@@ -648,6 +652,20 @@ class scenario_run {
 };
 
 }  // namespace
+
+std::vector<tool_spec> scenario_actions(const scenario& s, const scenario_run_options& options) {
+  if (auto f = options.worlds.find(s.world.kind); f != options.worlds.end()) {
+    auto w = f->second(s);
+    if (!w) throw scenario_run_error("the world factory for \"" + s.world.kind + "\" made no world");
+    return w->actions();
+  }
+  if (s.world.kind == "social") {
+    scenario bare = s;
+    bare.world.graph = {};  // the actions do not depend on who follows whom
+    return make_social_world(bare, {})->actions();
+  }
+  throw scenario_run_error("unknown world \"" + s.world.kind + "\": the program registered no world by that name");
+}
 
 std::string population_agent_id(const std::string& group, std::size_t n) { return group + "-" + std::to_string(n); }
 

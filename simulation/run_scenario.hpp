@@ -127,6 +127,9 @@ struct scenario_run_error : std::runtime_error {
 scenario_report run_scenario(const scenario& s, const scenario_run_options& options,
                              scenario_progress& progress);
 
+// The actions the scenario's world offers (for an estimate before the run).
+std::vector<tool_spec> scenario_actions(const scenario& s, const scenario_run_options& options = {});
+
 // The id of agent `index` of a group: "{group}-{n}", n counted within the group from 1.
 std::string population_agent_id(const std::string& group, std::size_t n);
 

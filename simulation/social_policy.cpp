@@ -1,6 +1,6 @@
 #include "simulation/run_scenario.hpp"
 
-#include "world/seeded_draw.hpp"
+#include "world/seeded_random.hpp"
 
 namespace troupe {
 
@@ -36,7 +36,7 @@ std::vector<std::string> observed_people(const json::object& observation) {
 }  // namespace
 
 std::vector<policy_action> social_policy(const policy_input& in) {
-  const auto& weights = *in.weights;
+  const auto& weights = in.weights->weights;
   double total = 0;
   for (const auto& [name, w] : weights) total += w;
   if (total <= 0) return {};
@@ -55,16 +55,16 @@ std::vector<policy_action> social_policy(const policy_input& in) {
   const auto people = observed_people(*in.observation);
   const std::string text = "Thoughts of " + *in.agent_id + " in round " + std::to_string(in.round) + ".";
   auto someone = [&]() -> std::string {
-    if (!people.empty()) return people[below(next(), people.size())];
+    if (!people.empty()) return people[bounded_draw(next(), people.size())];
     if (in.agent_ids->size() < 2) return "";
-    return (*in.agent_ids)[below(next(), in.agent_ids->size())];
+    return (*in.agent_ids)[bounded_draw(next(), in.agent_ids->size())];
   };
   const bool needs_post = choice == "like" || choice == "repost" || choice == "reply";
   if (needs_post && posts.empty()) choice = weights.count("post") ? "post" : "do_nothing";
   if (choice == "post") return {{"post", json::object{{"text", text}}}};
   if (choice == "do_nothing") return {{"do_nothing", json::object{}}};
   if (needs_post) {
-    const std::string& id = posts[below(next(), posts.size())];
+    const std::string& id = posts[bounded_draw(next(), posts.size())];
     if (choice == "reply") return {{"reply", json::object{{"post_id", id}, {"text", "Re: " + text}}}};
     return {{choice, json::object{{"post_id", id}}}};
   }

@@ -145,4 +145,6 @@ tool current_time_tool() {
   return t;
 }
 
+std::vector<tool> builtin_tools() { return {calculator_tool(), current_time_tool()}; }
+
 }  // namespace troupe

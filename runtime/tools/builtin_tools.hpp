@@ -10,11 +10,14 @@
 #include "runtime/tools/tool.hpp"
 
 #include <string_view>
+#include <vector>
 
 namespace troupe {
 
 tool calculator_tool();
 tool current_time_tool();
+// Every built-in tool, for a program that offers them all by name.
+std::vector<tool> builtin_tools();
 
 // Evaluates an arithmetic expression; throws tool_failure("invalid_expression")
 // naming the position of the problem.

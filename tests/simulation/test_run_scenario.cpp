@@ -4,6 +4,7 @@
 #include "runtime/store/memory_store.hpp"
 #include "runtime/store/sqlite/sqlite_store.hpp"
 #include "signals/json_parse.hpp"
+#include "runtime/random_ids.hpp"
 #include "support/sqlite_file.hpp"
 #include "support/tally_world.hpp"
 
@@ -46,23 +47,22 @@ struct temp_log {
   std::vector<json::object> events() const {
     std::vector<json::object> out;
     std::istringstream in(text());
-    for (std::string line; std::getline(in, line);) out.push_back(parse_json(line).value().as_object());
+    for (std::string line; std::getline(in, line);) {
+      out.push_back(parse_json(line).as_object());
+    }
     return out;
   }
 };
 
 struct tally_run {
-  tally_world* world = nullptr;
+  std::shared_ptr<tally_record> world;
   scenario_report report;
 };
 
-scenario_run_options tally_options(tally_world*& out, policy_function policy = tally_policy()) {
+scenario_run_options tally_options(std::shared_ptr<tally_record>& out, policy_function policy = tally_policy()) {
+  out = std::make_shared<tally_record>();
   scenario_run_options o;
-  o.worlds["tally"] = [&out](const scenario&) {
-    auto w = std::make_unique<tally_world>();
-    out = w.get();
-    return w;
-  };
+  o.worlds["tally"] = [record = out](const scenario&) { return std::make_unique<tally_world>(record); };
   o.policies["tally"] = std::move(policy);
   o.scheduler_threads = 2;
   return o;
@@ -78,7 +78,7 @@ std::vector<json::object> of_kind(const std::vector<json::object>& events, std::
 }  // namespace
 
 TEST_CASE("a round activates each agent once with what reached it and applies the actions at its end") {
-  tally_world* world = nullptr;
+  std::shared_ptr<tally_record> world;
   auto options = tally_options(world);
   auto store = std::make_shared<memory_store>();
   options.store = store;
@@ -91,16 +91,19 @@ TEST_CASE("a round activates each agent once with what reached it and applies th
     CHECK(report.activations == 12);
     CHECK(report.activations_failed == 0);
     CHECK(report.rounds == 2);
-    CHECK(world->tally() == 2 * (1 + 2 + 3 + 1 + 2 + 3));
+    CHECK(world->tally == 2 * (1 + 2 + 3 + 1 + 2 + 3));
     CHECK(report.actions.at("add") == 12);
   }
   SECTION("the world applies a round's actions in agent order") {
-    REQUIRE(world->order().size() == 12);
-    for (std::size_t i = 0; i < 6; ++i) CHECK(world->order()[i] == action_key{static_cast<std::uint32_t>(i), 0});
+    REQUIRE(world->order.size() == 12);
+    for (std::size_t i = 0; i < 6; ++i) {
+      INFO("action " << i << ": agent " << world->order[i].agent << ", seq " << world->order[i].seq);
+      CHECK(world->order[i] == action_key{static_cast<std::uint32_t>(i), 0});
+    }
   }
   SECTION("the observation is committed to the agent's thread as the user's turn, with its origin") {
     auto t = store->load("counters-1:default");
-    REQUIRE(t);
+    REQUIRE(t.has_value());
     const entry& first = *t->entries().begin();
     CHECK(first.payload.at("role") == "user");
     CHECK(first.payload.at("observation") == json::object{{"source", "tally"}, {"round", 1}});
@@ -124,7 +127,7 @@ TEST_CASE("a round activates each agent once with what reached it and applies th
 
 TEST_CASE("two runs with the same seed write the same event log, byte for byte") {
   auto run_once = [](std::uint64_t seed) {
-    tally_world* world = nullptr;
+    std::shared_ptr<tally_record> world;
     auto options = tally_options(world);
     temp_log log;
     options.event_log = log.path.string();
@@ -143,14 +146,14 @@ TEST_CASE("two runs with the same seed write the same event log, byte for byte")
 }
 
 TEST_CASE("an action the world refuses is the model's tool error and is not applied") {
-  tally_world* world = nullptr;
+  std::shared_ptr<tally_record> world;
   auto options = tally_options(world, tally_policy({0}));
   temp_log log;
   options.event_log = log.path.string();
   scenario_progress progress;
   const auto report = run_scenario(tally_scenario(3, 1), options, progress);
 
-  CHECK(world->tally() == 2 + 3);
+  CHECK(world->tally == 2 + 3);
   CHECK(report.activations_failed == 0);
   CHECK(report.per_round.at(0).refused == 1);
   const auto refused = of_kind(log.events(), "refused");
@@ -160,10 +163,10 @@ TEST_CASE("an action the world refuses is the model's tool error and is not appl
 }
 
 TEST_CASE("a failed activation is recorded with its type and the round goes on") {
-  tally_world* world = nullptr;
+  std::shared_ptr<tally_record> world;
   auto options = tally_options(world);
   options.provider = std::make_shared<scripted_provider>(
-      [](const llm_stream&) { return scripted_reply::failure(error_info{"server", "the model is down", 500}); });
+      [](const llm_stream&) { return scripted_reply::failure(error_info::of("server", "the model is down")); });
   auto s = tally_scenario(4, 2);
   population_group broken;
   broken.name = "broken";
@@ -179,14 +182,14 @@ TEST_CASE("a failed activation is recorded with its type and the round goes on")
   CHECK(report.activations == 12);
   CHECK(report.activations_failed == 4);
   CHECK(report.errors_by_type.at("server") == 4);
-  CHECK(world->tally() == 2 * (1 + 2 + 3 + 1));
+  CHECK(world->tally == 2 * (1 + 2 + 3 + 1));
   const auto activations = of_kind(log.events(), "activation");
   CHECK(activations[4].at("agent") == "broken-1");
   CHECK(activations[4].at("error").at("type") == "server");
 }
 
 TEST_CASE("an interview asks a sample on a thread of its own, and the world never sees it") {
-  tally_world* world = nullptr;
+  std::shared_ptr<tally_record> world;
   auto options = tally_options(world);
   auto store = std::make_shared<memory_store>();
   options.store = store;
@@ -198,30 +201,30 @@ TEST_CASE("an interview asks a sample on a thread of its own, and the world neve
   const auto report = run_scenario(s, options, progress);
 
   CHECK(report.interviews == 3);
-  CHECK(world->tally() == 2 * 19);
+  CHECK(world->tally == 2 * 19);
   const auto answers = of_kind(log.events(), "interview");
   REQUIRE(answers.size() == 3);
   for (const auto& a : answers) {
     CHECK(a.at("question") == "How do you feel about the tally?");
     CHECK(a.contains("answer"));
-    REQUIRE(store->load(std::string(a.at("agent").as_string()) + ":interview"));
+    CHECK(store->load(std::string(a.at("agent").as_string()) + ":interview").has_value());
   }
 }
 
 TEST_CASE("an intervention is applied at the end of the next round, after the agents' actions") {
-  tally_world* world = nullptr;
+  std::shared_ptr<tally_record> world;
   auto options = tally_options(world);
   auto s = tally_scenario(3, 1);
   s.workflow = {inject_action{"add", "", json::object{{"n", 5}}}, run_rounds{1}};
   scenario_progress progress;
   run_scenario(s, options, progress);
 
-  CHECK(world->tally() == 1 + 2 + 3 + 5);
-  CHECK(world->order().back() == action_key{operator_agent, 0});
+  CHECK(world->tally == 1 + 2 + 3 + 5);
+  CHECK(world->order.back() == action_key{operator_agent, 0});
 }
 
 TEST_CASE("the events clock wakes only the agents something reached") {
-  tally_world* world = nullptr;
+  std::shared_ptr<tally_record> world;
   auto options = tally_options(world, tally_policy({0}));
   auto s = tally_scenario(4, 2);
   s.clock.mode = activation_mode::events;
@@ -243,7 +246,7 @@ TEST_CASE("a scenario naming a world nobody registered is refused before anythin
 TEST_CASE("a resumed run continues from its last committed round and writes the log an uninterrupted one would") {
   temp_log whole;
   {
-    tally_world* world = nullptr;
+    std::shared_ptr<tally_record> world;
     auto options = tally_options(world);
     options.event_log = whole.path.string();
     scenario_progress progress;
@@ -254,7 +257,7 @@ TEST_CASE("a resumed run continues from its last committed round and writes the 
   temp_log log;
   std::atomic<bool> stop{false};
   {
-    tally_world* world = nullptr;
+    std::shared_ptr<tally_record> world;
     // Stops the run while agents act in round 3: that round is never applied.
     auto options = tally_options(world, [&stop, inner = tally_policy()](const policy_input& in) {
       if (in.round == 3 && in.agent == 2) stop = true;
@@ -268,7 +271,7 @@ TEST_CASE("a resumed run continues from its last committed round and writes the 
     CHECK(report.stopped);
     CHECK(report.rounds == 2);
   }
-  tally_world* world = nullptr;
+  std::shared_ptr<tally_record> world;
   auto options = tally_options(world);
   options.store = std::make_shared<sqlite_store>(db.path.string());
   options.event_log = log.path.string();
@@ -278,6 +281,6 @@ TEST_CASE("a resumed run continues from its last committed round and writes the 
 
   CHECK(report.resumed_after == 2);
   CHECK(report.rounds == 4);
-  CHECK(world->tally() == 4 * (1 + 2 + 3 + 1 + 2));
+  CHECK(world->tally == 4 * (1 + 2 + 3 + 1 + 2));
   CHECK(log.text() == whole.text());
 }

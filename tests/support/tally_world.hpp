@@ -10,13 +10,22 @@
 #include <boost/json.hpp>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace troupe::testing {
 
+// What a run did to its tally world, kept past the run (which owns the world).
+struct tally_record {
+  std::int64_t tally = 0;
+  std::vector<action_key> order;
+};
+
 class tally_world final : public world {
  public:
+  explicit tally_world(std::shared_ptr<tally_record> record) : record_(std::move(record)) {}
+
   void populate(const std::vector<std::string>& ids) override {
     ids_ = ids;
     seen_until_.assign(ids.size(), 0);
@@ -55,17 +64,15 @@ class tally_world final : public world {
     for (const auto& a : actions) {
       const auto n = a.arguments.at("n").to_number<std::int64_t>();
       tally_ += n;
-      order_.push_back(a.key);
+      record_->order.push_back(a.key);
       history_.push_back({round, a.key.agent == operator_agent ? "the operator" : ids_[a.key.agent], n});
       if (a.key.agent != operator_agent) reached_.push_back(a.key.agent);
     }
+    record_->tally = tally_;
   }
 
   std::vector<std::uint32_t> reached() const override { return reached_; }
   boost::json::object round_figures() const override { return {{"tally", tally_}}; }
-
-  std::int64_t tally() const { return tally_; }
-  const std::vector<action_key>& order() const { return order_; }
 
  private:
   struct added {
@@ -77,7 +84,7 @@ class tally_world final : public world {
   std::vector<std::int64_t> seen_until_;
   std::int64_t tally_ = 0;
   std::vector<added> history_;
-  std::vector<action_key> order_;
+  std::shared_ptr<tally_record> record_;
   std::vector<std::uint32_t> reached_;
 };
 
