@@ -88,8 +88,9 @@ world_action draw_action(const social_world& w, std::uint32_t agent, std::int64_
   return a;
 }
 
-// {build s, actions, check ms, apply ms, observe ms, world bytes, peak RSS
-// bytes, feed deliveries, observed bytes}, medians over rounds 2..rounds.
+// {build s, actions, check ms, apply ms, observe ms, world bytes at the end,
+// peak RSS bytes, feed deliveries, observed bytes, world bytes before round
+// 1}, medians over rounds 2..rounds.
 std::vector<double> measure(std::uint32_t agents, int rounds) {
   auto t = cpu_now();
   world_spec spec;
@@ -105,6 +106,7 @@ std::vector<double> measure(std::uint32_t agents, int rounds) {
   // bounded, so the actions alone set the work.
   for (std::uint32_t i = 0; i < agents; i += agents / 1'000) w.subscribe(i, "news");
   const double build = seconds_since(t);
+  const double start_bytes = static_cast<double>(w.memory_bytes());
   std::vector<std::uint32_t> everyone(agents);
   for (std::uint32_t i = 0; i < agents; ++i) everyone[i] = i;
 
@@ -156,7 +158,8 @@ std::vector<double> measure(std::uint32_t agents, int rounds) {
           static_cast<double>(w.memory_bytes()),
           peak_rss_bytes(),
           bench::median(deliveries),
-          bench::median(observed)};
+          bench::median(observed),
+          start_bytes};
 }
 
 }  // namespace
@@ -165,8 +168,8 @@ int main(int argc, char** argv) {
   const auto repeat = static_cast<int>(bench::flag(argc, argv, "--repeat", 3));
   const auto rounds = static_cast<int>(bench::flag(argc, argv, "--rounds", 5));
   const auto max_agents = bench::flag(argc, argv, "--max-agents", 1'000'000);
-  std::printf("%10s %9s %10s %9s %9s %10s %11s %12s %10s %10s %9s\n", "agents", "actions", "deliveries", "check ms",
-              "apply ms", "observe ms", "round ms", "us/action", "world MB", "peak RSS", "build s");
+  std::printf("%10s %9s %10s %9s %9s %10s %9s %10s %10s %10s %10s %8s\n", "agents", "actions", "deliveries", "check ms",
+              "apply ms", "observe ms", "round ms", "us/action", "start MB", "world MB", "peak RSS", "build s");
   for (const std::uint32_t agents : {10'000u, 100'000u, 1'000'000u}) {
     if (agents > max_agents) break;
     std::vector<std::vector<double>> runs;
@@ -178,9 +181,9 @@ int main(int argc, char** argv) {
       return bench::median(v);
     };
     const double round_ms = field(2) + field(3) + field(4);
-    std::printf("%10u %9.0f %10.0f %9.1f %9.1f %10.1f %11.1f %12.3f %10.1f %10.1f %9.2f\n", agents, field(1), field(7),
-                field(2), field(3), field(4), round_ms, round_ms * 1e3 / field(1), field(5) / 1e6, field(6) / 1e6,
-                field(0));
+    std::printf("%10u %9.0f %10.0f %9.1f %9.1f %10.1f %9.1f %10.3f %10.1f %10.1f %10.1f %8.2f\n", agents, field(1),
+                field(7), field(2), field(3), field(4), round_ms, round_ms * 1e3 / field(1), field(9) / 1e6,
+                field(5) / 1e6, field(6) / 1e6, field(0));
     std::fflush(stdout);
   }
 }
