@@ -184,6 +184,11 @@ TEST_CASE("barabasi_albert: m * (n - m) edges, min degree m, and networkx's dist
   compare("barabasi_albert", "clustering", make, average_clustering);
 }
 
+TEST_CASE("social_graph: 8 bytes a follow and 8 an agent, as built") {
+  const auto g = barabasi_albert(100'000, 3, 1);
+  CHECK(g.memory_bytes() <= 8 * g.follow_count() + 8 * (g.agents() + 1) + 64);  // + the empty deltas' tables
+}
+
 TEST_CASE("erdos_renyi: networkx's edge count and degree spread") {
   auto make = [](std::uint64_t seed) { return erdos_renyi(2'000, 0.005, seed); };
   compare("erdos_renyi", "edges", make, edges);

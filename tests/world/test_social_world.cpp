@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <string>
+#include <thread>
 
 using namespace troupe;
 
@@ -133,6 +134,10 @@ TEST_CASE("social world: check refuses with a typed tool_failure") {
     CHECK(f.refusal(f.make(1, 0, "post", {{"text", ""}})) == "empty_text");
     CHECK(f.refusal(f.make(1, 0, "post", {{"text", std::string(2'001, 'x')}})) == "text_too_long");
     CHECK(f.refusal(f.make(1, 0, "post", {{"text", std::string(2'000, 'x')}})) == "accepted");
+    std::string accents;
+    for (int i = 0; i < 2'000; ++i) accents += "\xc3\xa9";  // é: characters are counted, not bytes
+    CHECK(f.refusal(f.make(1, 0, "post", {{"text", accents}})) == "accepted");
+    CHECK(f.refusal(f.make(1, 0, "post", {{"text", accents + "\xc3\xa9"}})) == "text_too_long");
   }
   SECTION("agents") {
     CHECK(f.refusal(f.make(1, 0, "follow", {{"agent", "zed"}})) == "unknown_agent");
@@ -359,4 +364,28 @@ TEST_CASE("social world: apply refuses a broken contract") {
   CHECK_THROWS_AS(f.w.apply(3, {}, {act(4, 0, 0, "do_nothing")}), std::invalid_argument);
   CHECK_THROWS_AS(f.w.apply(3, {9}, {}), std::invalid_argument);
   CHECK_NOTHROW(f.w.apply(3, {}, {act(3, 0, 0, "do_nothing"), act(3, 0, 1, "do_nothing")}));
+}
+
+TEST_CASE("social world: observe and check from many threads read what one thread reads") {
+  world_spec spec = spec_with();
+  spec.graph.kind = graph_kind::barabasi_albert;
+  spec.graph.m = 3;
+  social_world w(spec, 11);
+  w.populate(ids(2'000));
+  std::vector<world_action> posts;
+  for (std::uint32_t a = 0; a < 2'000; a += 3)
+    posts.push_back(act(1, a, 0, "post", {{"text", "p" + std::to_string(a)}}));
+  w.apply(1, {}, posts);
+  std::vector<world_action> likes;
+  for (std::uint32_t a = 0; a < 2'000; ++a) likes.push_back(act(2, a, 0, "like", {{"post_id", "p1.0.0"}}));
+  std::vector<std::string> alone(2'000);
+  for (std::uint32_t a = 0; a < 2'000; ++a) alone[a] = w.observe(a, 2).text + json_text(w.check(likes[a]));
+  std::vector<std::string> together(2'000);
+  std::vector<std::thread> threads;
+  for (std::uint32_t t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (std::uint32_t a = t; a < 2'000; a += 4) together[a] = w.observe(a, 2).text + json_text(w.check(likes[a]));
+    });
+  for (auto& t : threads) t.join();
+  CHECK(together == alone);
 }
