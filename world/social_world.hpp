@@ -15,11 +15,12 @@
 // the same posts every time; a flat hash index finds a post by its id.
 //
 // The operator (interventions) may post, reply, repost, like and send
-// messages; what it posts outside a channel reaches every agent.
+// messages; what it posts, replies or reposts outside a channel reaches
+// every agent. It follows no one (not_for_operator).
 //
 // Sized for a million agents: per agent a few 4-byte counters and rings of
 // post indices, per post 56 bytes, 8 to 16 of index and its text in one
-// shared buffer (docs/benchmarks.md has the figures).
+// shared arena (docs/benchmarks.md has the figures).
 
 #include "simulation/scenario.hpp"
 #include "world/agent_directory.hpp"
@@ -55,6 +56,8 @@ class social_world final : public world {
   // edge list (relative paths against base_dir).
   social_world(world_spec spec, std::uint64_t seed, std::string base_dir = {});
 
+  // Once. Throws graph_error (edge_list_error for a file) when the graph
+  // cannot be made, std::invalid_argument on a duplicate agent id.
   void populate(const std::vector<std::string>& agent_ids) override;
   // After populate, before round 1: the agent follows the channel's posts.
   // world_error for a channel the spec does not declare.
