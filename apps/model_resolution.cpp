@@ -101,15 +101,14 @@ resolved_model resolve_model(const model_options& o) {
     throw usage_error("no API key: set " + key_var +
                       (o.api_key_env.empty() ? " (or name another variable with --api-key-env)" : ""));
 
-  http_provider_options h;
-  h.format = openai ? wire_format::openai : wire_format::anthropic;
-  h.base_url = base_url;
-  h.api_key = key;
-  h.stream = !o.no_stream;
-  h.retry.max_retries = o.retries;
-  h.total_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_seconds * 1000));
-  h.first_byte_timeout = std::min(h.first_byte_timeout, h.total_timeout);
-  return {std::make_shared<http_llm_provider>(h, std::make_shared<http_client>()), model};
+  http_settings settings;
+  settings.format = openai ? wire_format::openai : wire_format::anthropic;
+  settings.stream = !o.no_stream;
+  settings.retries = o.retries;
+  settings.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_seconds * 1000));
+  return {
+      std::make_shared<http_llm_provider>(http_options_for(base_url, key, settings), std::make_shared<http_client>()),
+      model};
 }
 
 std::vector<mcp_server_config> mcp_servers_for(const model_options& o) {

@@ -10,14 +10,22 @@
 
 namespace troupe {
 
-namespace {
-
-double jitter() {
+double retry_jitter() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
 }
 
-}  // namespace
+http_provider_options http_options_for(std::string base_url, std::string api_key, const http_settings& settings) {
+  http_provider_options h;
+  h.format = settings.format;
+  h.base_url = std::move(base_url);
+  h.api_key = std::move(api_key);
+  h.stream = settings.stream;
+  h.retry.max_retries = settings.retries;
+  h.total_timeout = settings.timeout;
+  h.first_byte_timeout = std::min(h.first_byte_timeout, h.total_timeout);
+  return h;
+}
 
 // Everything about one model call, across its attempts. Guarded by `mutex`:
 // the HTTP client's I/O thread, the timer thread and cancel() all touch it.
@@ -193,7 +201,7 @@ void http_llm_provider::finish_attempt(const std::shared_ptr<call_state>& call,
   if (auto* e = std::get_if<error_info>(&result.outcome)) {
     e->attempts = call->attempt;
     if (is_retryable(e->type) && !call->streamed && call->attempt <= options_.retry.max_retries) {
-      const auto delay = retry_delay(call->attempt + 1, options_.retry, e->retry_after_seconds, jitter());
+      const auto delay = retry_delay(call->attempt + 1, options_.retry, e->retry_after_seconds, retry_jitter());
       retries_.fetch_add(1, std::memory_order_relaxed);
       // A retry that throws before its transfer starts (out of memory) still ends the call.
       call->timer = timers_.schedule(

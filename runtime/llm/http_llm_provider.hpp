@@ -44,6 +44,22 @@ struct http_provider_options {
   std::string anthropic_version = "2023-06-01";
 };
 
+// How calls to a server are made, as the command line sets them.
+struct http_settings {
+  wire_format format = wire_format::openai;
+  bool stream = true;
+  int retries = 3;  // beyond the first attempt
+  // The whole call; the wait for the first byte is bounded by it too.
+  std::chrono::milliseconds timeout{300'000};
+};
+
+// The options for the server at `base_url` (`api_key` may be empty).
+http_provider_options http_options_for(std::string base_url, std::string api_key, const http_settings& settings);
+
+// A uniform draw in [0, 1) from this thread's own source: the jitter of
+// retry_delay.
+double retry_jitter();
+
 class http_llm_provider final : public llm_provider {
  public:
   // `client` may be shared by several providers: one I/O thread for all.
