@@ -1,0 +1,132 @@
+// Model calls per second through an endpoint pool over two local
+// OpenAI-compatible servers that answer after a fixed delay, against the
+// HTTP provider used directly with the same concurrency: a plain load client
+// that keeps `cap` calls going on each server, starting the next call as one
+// ends. The pool gets every call at once and holds those beyond its caps in
+// its queue, as it does for a round of agents. Each run is a process of its
+// own, the two kinds alternating; medians of --repeat runs.
+//
+//   build/bench/endpoint_pool_bench [--calls 10000] [--cap 16] [--latency-us 5000] [--repeat 3]
+
+#include "bench/bench_support.hpp"
+#include "bench/mock_model_server.hpp"
+#include "runtime/llm/endpoint_pool.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+
+using namespace troupe;
+using troupe::bench::flag;
+using troupe::bench::in_child;
+using troupe::bench::median;
+using troupe::bench::mock_model_server;
+using clk = std::chrono::steady_clock;
+
+namespace {
+
+llm_stream request() {
+  llm_stream s;
+  s.call_id = "call";
+  s.model = "local";
+  s.messages = {llm_message{"user", "What now?", {}, {}, {}}};
+  return s;
+}
+
+// Counts the calls that ended, for the run to wait for the last.
+struct finish_line {
+  std::mutex m;
+  std::condition_variable cv;
+  std::size_t done = 0, failed = 0;
+  void count(const llm_result& r) {
+    std::lock_guard lock(m);
+    ++done;
+    failed += !r.ok();
+    cv.notify_all();
+  }
+  void wait_for(std::size_t n) {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return done >= n; });
+  }
+};
+
+http_settings no_retries() {
+  http_settings s;
+  s.retries = 0;
+  return s;
+}
+
+// Keeps `cap` calls going on `provider` until `started` reaches `calls`.
+struct closed_loop {
+  llm_provider& provider;
+  std::atomic<std::size_t>& started;
+  std::size_t calls;
+  finish_line& finish;
+  void next() {
+    if (started.fetch_add(1) >= calls) return;
+    provider.stream(request(), {{}, [this](llm_result r) {
+                                  finish.count(r);
+                                  next();
+                                }});
+  }
+};
+
+std::vector<double> direct_run(std::size_t calls, std::size_t cap, std::chrono::microseconds latency) {
+  mock_model_server a(latency), b(latency);
+  auto client = std::make_shared<http_client>();
+  http_llm_provider pa(http_options_for(a.base_url(), "", no_retries()), client);
+  http_llm_provider pb(http_options_for(b.base_url(), "", no_retries()), client);
+  finish_line finish;
+  std::atomic<std::size_t> started{0};
+  closed_loop la{pa, started, calls, finish}, lb{pb, started, calls, finish};
+  const auto t0 = clk::now();
+  for (std::size_t i = 0; i < cap; ++i) {
+    la.next();
+    lb.next();
+  }
+  finish.wait_for(calls);
+  const double seconds = std::chrono::duration<double>(clk::now() - t0).count();
+  return {static_cast<double>(calls) / seconds, static_cast<double>(finish.failed)};
+}
+
+std::vector<double> pool_run(std::size_t calls, std::size_t cap, std::chrono::microseconds latency) {
+  mock_model_server a(latency), b(latency);
+  endpoint_pool pool(http_pool_members({{a.base_url(), "", cap}, {b.base_url(), "", cap}}, http_settings{},
+                                       std::make_shared<http_client>()));
+  finish_line finish;
+  const auto t0 = clk::now();
+  for (std::size_t i = 0; i < calls; ++i) pool.stream(request(), {{}, [&](llm_result r) { finish.count(r); }});
+  finish.wait_for(calls);
+  const double seconds = std::chrono::duration<double>(clk::now() - t0).count();
+  return {static_cast<double>(calls) / seconds, static_cast<double>(finish.failed)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::size_t calls = flag(argc, argv, "--calls", 10'000);
+  const std::size_t cap = flag(argc, argv, "--cap", 16);
+  const auto latency = std::chrono::microseconds(flag(argc, argv, "--latency-us", 5'000));
+  const std::size_t repeat = flag(argc, argv, "--repeat", 3);
+  std::vector<double> direct, pooled, failed;
+  for (std::size_t i = 0; i < repeat; ++i) {
+    const auto d = in_child([&] { return direct_run(calls, cap, latency); });
+    const auto p = in_child([&] { return pool_run(calls, cap, latency); });
+    if (d.size() < 2 || p.size() < 2) {
+      std::fprintf(stderr, "a run did not finish\n");
+      return 1;
+    }
+    direct.push_back(d[0]);
+    pooled.push_back(p[0]);
+    failed.push_back(d[1] + p[1]);
+  }
+  std::printf("%zu calls, 2 servers answering after %.1f ms, %zu calls in flight on each; medians of %zu runs\n", calls,
+              static_cast<double>(latency.count()) / 1000, cap, repeat);
+  std::printf("direct HTTP provider  %8.0f calls/s\n", median(direct));
+  std::printf("endpoint pool         %8.0f calls/s\n", median(pooled));
+  std::printf("pool / direct         %8.3f   (ideal for both: %.0f calls/s)\n", median(pooled) / median(direct),
+              2.0 * static_cast<double>(cap) / (static_cast<double>(latency.count()) / 1e6));
+  if (median(failed) != 0) std::fprintf(stderr, "warning: %g calls failed\n", median(failed));
+  return 0;
+}

@@ -1,0 +1,103 @@
+#pragma once
+// An OpenAI-compatible chat-completions server on 127.0.0.1 for benchmarks:
+// every request gets the same short stream after a fixed delay. One thread
+// serves every connection, and the delay is a timer, not a sleeping thread
+// (tests/support/http_test_server.hpp starts a thread a connection and
+// closes each after one answer, which would be what a benchmark measures);
+// connections are kept alive, as a real server's are.
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+namespace troupe::bench {
+
+inline const char* short_answer =
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Sure.\"},\"finish_reason\":null}]}\n\n"
+    "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":20,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
+
+class mock_model_server {
+ public:
+  explicit mock_model_server(std::chrono::microseconds latency, std::string answer = short_answer)
+      : latency_(latency), answer_(std::move(answer)) {
+    accept();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~mock_model_server() {
+    io_.stop();
+    thread_.join();
+  }
+  mock_model_server(const mock_model_server&) = delete;
+  mock_model_server& operator=(const mock_model_server&) = delete;
+
+  std::string base_url() const {
+    return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port()) + "/v1";
+  }
+  std::uint64_t requests() const { return requests_.load(); }
+
+ private:
+  using tcp = boost::asio::ip::tcp;
+
+  struct session : std::enable_shared_from_this<session> {
+    session(tcp::socket socket, mock_model_server& server)
+        : stream(std::move(socket)), timer(stream.get_executor()), server(server) {}
+    boost::beast::tcp_stream stream;
+    boost::asio::steady_timer timer;
+    mock_model_server& server;
+    boost::beast::flat_buffer buffer;
+    boost::beast::http::request<boost::beast::http::string_body> request;
+    boost::beast::http::response<boost::beast::http::string_body> response;
+
+    void read() {
+      request = {};
+      boost::beast::http::async_read(stream, buffer, request,
+                                     [self = shared_from_this()](boost::beast::error_code ec, std::size_t) {
+                                       if (ec) return;
+                                       ++self->server.requests_;
+                                       self->timer.expires_after(self->server.latency_);
+                                       self->timer.async_wait([self](boost::beast::error_code) { self->answer(); });
+                                     });
+    }
+    void answer() {
+      response = {};
+      response.result(boost::beast::http::status::ok);
+      response.version(request.version());
+      response.set(boost::beast::http::field::content_type, "text/event-stream");
+      response.keep_alive(request.keep_alive());
+      response.body() = server.answer_;
+      response.prepare_payload();
+      boost::beast::http::async_write(stream, response,
+                                      [self = shared_from_this()](boost::beast::error_code ec, std::size_t) {
+                                        if (ec || !self->response.keep_alive()) return;
+                                        self->read();
+                                      });
+    }
+  };
+
+  void accept() {
+    acceptor_.async_accept([this](boost::beast::error_code ec, tcp::socket socket) {
+      if (!ec) {
+        socket.set_option(tcp::no_delay(true));
+        std::make_shared<session>(std::move(socket), *this)->read();
+      }
+      accept();
+    });
+  }
+
+  std::chrono::microseconds latency_;
+  std::string answer_;
+  std::atomic<std::uint64_t> requests_{0};
+  boost::asio::io_context io_;
+  tcp::acceptor acceptor_{io_, tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0)};
+  std::thread thread_;
+};
+
+}  // namespace troupe::bench
