@@ -6,6 +6,8 @@
 #   stream_bench        parsing a recorded model stream (Google Benchmark, medians of 5)
 #   concurrent_streams  model streams one HTTP I/O thread sustains against a local server
 #   load_bench          the whole stack against a local model server, 1, 10 and 100 conversations
+#   endpoint_pool_bench model calls per second through an endpoint pool over two local mock servers,
+#                       against the HTTP provider used directly with the same concurrency
 #   store_bench         thread stores: commit latency and throughput, loads, bytes on disk, and CPU
 #                       per commit with 10,000 threads committing at once
 #                       (PostgreSQL on a throwaway server that scripts/with-postgres.sh starts)
@@ -18,7 +20,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh postgresql
 bash scripts/build.sh --target thread_bench --target runtime_bench --target agent_memory_bench --target stream_bench --target concurrent_streams \
-  --target load_bench --target store_bench --target durable_bench --target serve_bench --target world_bench
+  --target load_bench --target endpoint_pool_bench --target store_bench --target durable_bench --target serve_bench \
+  --target world_bench
 build="${TROUPE_BUILD_DIR:-build}"
 gbench=(--benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
 "$build/bench/thread_bench" "${gbench[@]}"
@@ -28,6 +31,7 @@ gbench=(--benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
 "$build/bench/concurrent_streams" --streams 1000
 "$build/bench/load_bench" --repeat 3
 "$build/bench/world_bench" --repeat 3
+"$build/bench/endpoint_pool_bench" --repeat 3
 bash scripts/with-postgres.sh "$build/bench/store_bench" --repeat 3
 bash scripts/with-postgres.sh "$build/bench/durable_bench" --repeat 3
 "$build/bench/serve_bench" --conversations 1000 --turns 10

@@ -125,7 +125,8 @@ llm_completion completion(std::string text = "fine") {
   return std::get<llm_completion>(ok("", std::move(text)).outcome);
 }
 
-// Counts the calls a member has going, to catch one beyond its cap.
+// Counts the calls a member has going, to catch one beyond its cap. A call
+// ends with its result or when it is cancelled, whichever comes first.
 class counting_provider final : public llm_provider {
  public:
   explicit counting_provider(std::shared_ptr<llm_provider> inner) : inner_(std::move(inner)) {}
@@ -135,17 +136,37 @@ class counting_provider final : public llm_provider {
     for (std::size_t seen = max_.load(); now > seen && !max_.compare_exchange_weak(seen, now);) {
     }
     ++calls_;
+    auto ended = std::make_shared<std::atomic<bool>>(false);
+    auto end = [this, ended] {
+      if (!ended->exchange(true)) --in_flight_;
+    };
     auto on_result = std::move(cb.on_result);
-    cb.on_result = [this, on_result](llm_result result) {
-      --in_flight_;
+    cb.on_result = [end, on_result](llm_result result) {
+      end();
       on_result(std::move(result));
     };
-    return inner_->stream(r, std::move(cb));
+    auto inner = inner_->stream(r, std::move(cb));
+    if (!inner) return nullptr;
+    return std::make_unique<counted_call>(std::move(inner), end);
   }
   std::size_t max_in_flight() const { return max_.load(); }
   std::size_t calls() const { return calls_.load(); }
 
  private:
+  class counted_call final : public llm_call {
+   public:
+    counted_call(std::unique_ptr<llm_call> inner, std::function<void()> end)
+        : inner_(std::move(inner)), end_(std::move(end)) {}
+    void cancel() override {
+      inner_->cancel();
+      end_();
+    }
+
+   private:
+    std::unique_ptr<llm_call> inner_;
+    std::function<void()> end_;
+  };
+
   std::shared_ptr<llm_provider> inner_;
   std::atomic<std::size_t> in_flight_{0}, max_{0}, calls_{0};
 };
@@ -167,6 +188,15 @@ struct result_count {
     return cv.wait_for(lock, 20s, [&] { return ok + failed >= n; });
   }
 };
+
+// A member that answers every call with "ok" after `d`.
+std::shared_ptr<scripted_provider> delayed(std::chrono::milliseconds d) {
+  return std::make_shared<scripted_provider>([d](const llm_stream&) {
+    scripted_reply r = scripted_reply::text("ok");
+    r.delay = d;
+    return r;
+  });
+}
 
 // Calls c0, c1, … into the pool, one a probe.
 void stream_all(endpoint_pool& pool, std::vector<llm_call_probe>& probes) {
@@ -206,13 +236,6 @@ TEST_CASE("an endpoint pool takes members in turn when they have the same room")
 }
 
 TEST_CASE("an endpoint pool never has more calls going on a member than its cap") {
-  auto delayed = [](std::chrono::milliseconds d) {
-    return std::make_shared<scripted_provider>([d](const llm_stream&) {
-      scripted_reply r = scripted_reply::text("ok");
-      r.delay = d;
-      return r;
-    });
-  };
   auto a = std::make_shared<counting_provider>(delayed(1ms));
   auto b = std::make_shared<counting_provider>(delayed(3ms));
   endpoint_pool pool({{"a", a, 2}, {"b", b, 3}});
@@ -224,6 +247,26 @@ TEST_CASE("an endpoint pool never has more calls going on a member than its cap"
   CHECK(a->max_in_flight() == 2);
   CHECK(b->max_in_flight() == 3);
   CHECK(a->calls() + b->calls() == 200);
+  CHECK(pool.queued() == 0);
+  for (const auto& f : pool.figures()) CHECK(f.in_flight == 0);
+}
+
+TEST_CASE("calls cancelled while waiting or running leave no slot taken") {
+  auto a = std::make_shared<counting_provider>(delayed(1ms));
+  auto b = std::make_shared<counting_provider>(delayed(2ms));
+  endpoint_pool pool({{"a", a, 2}, {"b", b, 3}});
+  result_count kept, cancelled;
+  std::vector<std::unique_ptr<llm_call>> calls;
+  for (int i = 0; i < 300; ++i) {
+    const bool cancel = i % 3 == 0;
+    auto call = pool.stream(request("c" + std::to_string(i)), (cancel ? cancelled : kept).callbacks());
+    if (cancel && call) call->cancel();
+    calls.push_back(std::move(call));
+  }
+  REQUIRE(kept.wait_for(200));
+  CHECK(kept.ok == 200);
+  CHECK(a->max_in_flight() <= 2);
+  CHECK(b->max_in_flight() <= 3);
   CHECK(pool.queued() == 0);
   for (const auto& f : pool.figures()) CHECK(f.in_flight == 0);
 }
