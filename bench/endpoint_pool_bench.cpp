@@ -2,9 +2,11 @@
 // OpenAI-compatible servers that answer after a fixed delay, against the
 // HTTP provider used directly with the same concurrency: a plain load client
 // that keeps `cap` calls going on each server, starting the next call as one
-// ends. The pool gets every call at once and holds those beyond its caps in
-// its queue, as it does for a round of agents. Each run is a process of its
-// own, the two kinds alternating; medians of --repeat runs.
+// ends. The pool is driven the same way, and then with every call given at
+// once, those beyond its caps held in its queue, as for a round of agents. Each run is a process of its
+// own, the two kinds alternating; medians of --repeat runs. CPU per call is
+// the process's (client, pool and the mock servers alike), so the difference
+// between the two is what the pool costs.
 //
 //   build/bench/endpoint_pool_bench [--calls 10000] [--cap 16] [--latency-us 5000] [--repeat 3]
 
@@ -22,6 +24,7 @@ using troupe::bench::flag;
 using troupe::bench::in_child;
 using troupe::bench::median;
 using troupe::bench::mock_model_server;
+using troupe::bench::process_cpu_seconds;
 using clk = std::chrono::steady_clock;
 
 namespace {
@@ -80,6 +83,7 @@ std::vector<double> direct_run(std::size_t calls, std::size_t cap, std::chrono::
   finish_line finish;
   std::atomic<std::size_t> started{0};
   closed_loop la{pa, started, calls, finish}, lb{pb, started, calls, finish};
+  const double cpu0 = process_cpu_seconds();
   const auto t0 = clk::now();
   for (std::size_t i = 0; i < cap; ++i) {
     la.next();
@@ -87,19 +91,30 @@ std::vector<double> direct_run(std::size_t calls, std::size_t cap, std::chrono::
   }
   finish.wait_for(calls);
   const double seconds = std::chrono::duration<double>(clk::now() - t0).count();
-  return {static_cast<double>(calls) / seconds, static_cast<double>(finish.failed)};
+  const double cpu_us = (process_cpu_seconds() - cpu0) * 1e6 / static_cast<double>(calls);
+  return {static_cast<double>(calls) / seconds, static_cast<double>(finish.failed), cpu_us};
 }
 
-std::vector<double> pool_run(std::size_t calls, std::size_t cap, std::chrono::microseconds latency) {
+// `all_at_once`: every call given to the pool at the start, those beyond its
+// caps waiting in its queue; else a closed loop of as many calls as the caps
+// allow, as the direct run does.
+std::vector<double> pool_run(std::size_t calls, std::size_t cap, std::chrono::microseconds latency, bool all_at_once) {
   mock_model_server a(latency), b(latency);
   endpoint_pool pool(http_pool_members({{a.base_url(), "", cap}, {b.base_url(), "", cap}}, http_settings{},
                                        std::make_shared<http_client>()));
   finish_line finish;
+  std::atomic<std::size_t> started{0};
+  closed_loop loop{pool, started, calls, finish};
+  const double cpu0 = process_cpu_seconds();
   const auto t0 = clk::now();
-  for (std::size_t i = 0; i < calls; ++i) pool.stream(request(), {{}, [&](llm_result r) { finish.count(r); }});
+  if (all_at_once)
+    for (std::size_t i = 0; i < calls; ++i) pool.stream(request(), {{}, [&](llm_result r) { finish.count(r); }});
+  else
+    for (std::size_t i = 0; i < 2 * cap; ++i) loop.next();
   finish.wait_for(calls);
   const double seconds = std::chrono::duration<double>(clk::now() - t0).count();
-  return {static_cast<double>(calls) / seconds, static_cast<double>(finish.failed)};
+  const double cpu_us = (process_cpu_seconds() - cpu0) * 1e6 / static_cast<double>(calls);
+  return {static_cast<double>(calls) / seconds, static_cast<double>(finish.failed), cpu_us};
 }
 
 }  // namespace
@@ -109,24 +124,33 @@ int main(int argc, char** argv) {
   const std::size_t cap = flag(argc, argv, "--cap", 16);
   const auto latency = std::chrono::microseconds(flag(argc, argv, "--latency-us", 5'000));
   const std::size_t repeat = flag(argc, argv, "--repeat", 3);
-  std::vector<double> direct, pooled, failed;
+  // Per kind of run: calls/s, its ratio to the direct run's just before, CPU µs a call; one entry a run.
+  std::vector<double> rate[3], ratio[3], cpu[3], failed;
   for (std::size_t i = 0; i < repeat; ++i) {
-    const auto d = in_child([&] { return direct_run(calls, cap, latency); });
-    const auto p = in_child([&] { return pool_run(calls, cap, latency); });
-    if (d.size() < 2 || p.size() < 2) {
-      std::fprintf(stderr, "a run did not finish\n");
-      return 1;
+    const std::vector<double> r[3] = {in_child([&] { return direct_run(calls, cap, latency); }),
+                                      in_child([&] { return pool_run(calls, cap, latency, false); }),
+                                      in_child([&] { return pool_run(calls, cap, latency, true); })};
+    double failures = 0;
+    for (int k = 0; k < 3; ++k) {
+      if (r[k].size() < 3) {
+        std::fprintf(stderr, "a run did not finish\n");
+        return 1;
+      }
+      rate[k].push_back(r[k][0]);
+      ratio[k].push_back(r[k][0] / r[0][0]);
+      failures += r[k][1];
+      cpu[k].push_back(r[k][2]);
     }
-    direct.push_back(d[0]);
-    pooled.push_back(p[0]);
-    failed.push_back(d[1] + p[1]);
+    failed.push_back(failures);
   }
   std::printf("%zu calls, 2 servers answering after %.1f ms, %zu calls in flight on each; medians of %zu runs\n", calls,
               static_cast<double>(latency.count()) / 1000, cap, repeat);
-  std::printf("direct HTTP provider  %8.0f calls/s\n", median(direct));
-  std::printf("endpoint pool         %8.0f calls/s\n", median(pooled));
-  std::printf("pool / direct         %8.3f   (ideal for both: %.0f calls/s)\n", median(pooled) / median(direct),
-              2.0 * static_cast<double>(cap) / (static_cast<double>(latency.count()) / 1e6));
+  const char* names[3] = {"direct HTTP provider, closed loop", "endpoint pool, closed loop",
+                          "endpoint pool, all calls at once"};
+  for (int k = 0; k < 3; ++k)
+    std::printf("%-34s %8.0f calls/s  (%.3f of direct)   CPU %5.1f µs a call\n", names[k], median(rate[k]),
+                median(ratio[k]), median(cpu[k]));
+  std::printf("ideal: %.0f calls/s\n", 2.0 * static_cast<double>(cap) / (static_cast<double>(latency.count()) / 1e6));
   if (median(failed) != 0) std::fprintf(stderr, "warning: %g calls failed\n", median(failed));
   return 0;
 }
