@@ -6,13 +6,15 @@
 // once, those beyond its caps held in its queue, as for a round of agents. Each run is a process of its
 // own, the two kinds alternating; medians of --repeat runs. CPU per call is
 // the process's (client, pool and the mock servers alike), so the difference
-// between the two is what the pool costs.
+// between the two is what the pool costs; and that cost alone, through a
+// member that answers inside stream(), without HTTP.
 //
 //   build/bench/endpoint_pool_bench [--calls 10000] [--cap 16] [--latency-us 5000] [--repeat 3]
 
 #include "bench/bench_support.hpp"
 #include "bench/mock_model_server.hpp"
 #include "runtime/llm/endpoint_pool.hpp"
+#include "runtime/llm/scripted_provider.hpp"
 
 #include <atomic>
 #include <condition_variable>
@@ -117,6 +119,22 @@ std::vector<double> pool_run(std::size_t calls, std::size_t cap, std::chrono::mi
   return {static_cast<double>(calls) / seconds, static_cast<double>(finish.failed), cpu_us};
 }
 
+// The pool's own cost, without HTTP: µs a call (one thread, answers inside
+// stream()) through a member that answers at once, directly and through a pool.
+std::vector<double> own_cost(std::size_t calls) {
+  auto member = std::make_shared<scripted_provider>([](const llm_stream&) { return scripted_reply::text("Sure."); });
+  endpoint_pool pool({{"a", member, 16}});
+  std::size_t answered = 0;
+  auto per_call = [&](llm_provider& p) {
+    const auto t0 = clk::now();
+    for (std::size_t i = 0; i < calls; ++i) p.stream(request(), {[](llm_delta) {}, [&](llm_result) { ++answered; }});
+    return std::chrono::duration<double, std::micro>(clk::now() - t0).count() / static_cast<double>(calls);
+  };
+  const double direct = per_call(*member);
+  const double pooled = per_call(pool);
+  return {direct, pooled, static_cast<double>(answered)};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -151,6 +169,15 @@ int main(int argc, char** argv) {
     std::printf("%-34s %8.0f calls/s  (%.3f of direct)   CPU %5.1f µs a call\n", names[k], median(rate[k]),
                 median(ratio[k]), median(cpu[k]));
   std::printf("ideal: %.0f calls/s\n", 2.0 * static_cast<double>(cap) / (static_cast<double>(latency.count()) / 1e6));
+  std::vector<double> own_direct, own_pooled;
+  for (std::size_t i = 0; i < repeat; ++i) {
+    const auto r = in_child([&] { return own_cost(calls); });
+    if (r.size() < 3) return 1;
+    own_direct.push_back(r[0]);
+    own_pooled.push_back(r[1]);
+  }
+  std::printf("a member answering at once, directly / through the pool: %.2f / %.2f µs a call\n", median(own_direct),
+              median(own_pooled));
   if (median(failed) != 0) std::fprintf(stderr, "warning: %g calls failed\n", median(failed));
   return 0;
 }
