@@ -2,8 +2,8 @@
 // world, round by round (simulation/run_scenario.hpp).
 
 #include "apps/commands.hpp"
-#include "signals/json_text.hpp"
 #include "runtime/tools/builtin_tools.hpp"
+#include "signals/json_text.hpp"
 #include "simulation/activation.hpp"
 #include "simulation/estimate.hpp"
 #include "simulation/html_report.hpp"
@@ -143,10 +143,11 @@ int run_scenario_command(const scenario_command_options& o, const model_options&
                                                {"per_round", std::move(rounds)}})
               << "\n";
   } else {
-    std::printf("%s: %zu agents, %lld rounds%s, %zu activations (%zu failed), %zu interview answers in %.2f s "
-                "(%.0f activations/s)\n",
-                r.name.c_str(), r.agents, static_cast<long long>(r.rounds), r.stopped ? " (stopped early)" : "",
-                r.activations, r.activations_failed, r.interviews, r.seconds, r.activations_per_second);
+    std::printf(
+        "%s: %zu agents, %lld rounds%s, %zu activations (%zu failed), %zu interview answers in %.2f s "
+        "(%.0f activations/s)\n",
+        r.name.c_str(), r.agents, static_cast<long long>(r.rounds), r.stopped ? " (stopped early)" : "", r.activations,
+        r.activations_failed, r.interviews, r.seconds, r.activations_per_second);
     if (r.resumed_after) std::printf("resumed after round %lld\n", static_cast<long long>(r.resumed_after));
     std::string actions;
     for (const auto& [k, n] : r.actions) actions += " " + k + " " + std::to_string(n) + ",";

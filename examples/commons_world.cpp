@@ -12,9 +12,9 @@
 //   commons_world [SCENARIO] [--events FILE]
 //       default scenario: examples/scenarios/commons.toml
 
+#include "runtime/tools/tool.hpp"
 #include "simulation/run_scenario.hpp"
 #include "simulation/scenario_toml.hpp"
-#include "runtime/tools/tool.hpp"
 #include "world/seeded_random.hpp"
 
 #include <boost/json.hpp>

@@ -47,8 +47,8 @@ std::vector<std::uint32_t> activated_agents(const clock_spec& clock, std::uint64
   return out;
 }
 
-std::vector<std::uint32_t> sample_agents(const std::vector<std::uint32_t>& from, std::size_t count,
-                                         std::uint64_t seed, std::uint64_t salt) {
+std::vector<std::uint32_t> sample_agents(const std::vector<std::uint32_t>& from, std::size_t count, std::uint64_t seed,
+                                         std::uint64_t salt) {
   if (count == 0 || count >= from.size()) return from;
   // A partial Fisher–Yates shuffle with seeded draws, then back in index order.
   std::vector<std::uint32_t> pool = from;

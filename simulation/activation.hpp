@@ -28,7 +28,7 @@ std::vector<std::uint32_t> activated_agents(const clock_spec& clock, std::uint64
 
 // `count` distinct indices drawn from `from` (ascending in, ascending out),
 // for a round's salt; all of them when count is 0 or not smaller.
-std::vector<std::uint32_t> sample_agents(const std::vector<std::uint32_t>& from, std::size_t count,
-                                         std::uint64_t seed, std::uint64_t salt);
+std::vector<std::uint32_t> sample_agents(const std::vector<std::uint32_t>& from, std::size_t count, std::uint64_t seed,
+                                         std::uint64_t salt);
 
 }  // namespace troupe

@@ -41,8 +41,7 @@ std::vector<population_member> build_population(const scenario& s) {
       try {
         m.persona = fill_persona(tmpl, profile, persona_agent{m.id, g.name, n});
       } catch (const persona_error& e) {
-        throw scenario_run_error("population group \"" + g.name + "\", agent " + m.id + ": the persona " +
-                                 e.what());
+        throw scenario_run_error("population group \"" + g.name + "\", agent " + m.id + ": the persona " + e.what());
       }
       out.push_back(std::move(m));
     }

@@ -1,7 +1,10 @@
 #include "simulation/run_scenario.hpp"
 
 #include "runtime/clock.hpp"
+#include "runtime/llm/endpoint_pool.hpp"
+#include "runtime/llm/http_llm_provider.hpp"
 #include "runtime/llm/scripted_provider.hpp"
+#include "runtime/net/http_client.hpp"
 #include "runtime/random_ids.hpp"
 #include "runtime/text.hpp"
 #include "runtime/tools/builtin_tools.hpp"
@@ -15,6 +18,7 @@
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -103,22 +107,22 @@ double percentile(std::vector<double>& xs, double q) {
 // the history before it: a resumed run, whose agents' threads keep an
 // attempt the kill cut short, then reports the tokens an uninterrupted one
 // does.
-scripted_reply scripted_turn(const llm_stream& s, const std::function<std::vector<policy_action>(
-                                                      const parsed_request_id&)>& decide) {
+scripted_reply scripted_turn(const llm_stream& s,
+                             const std::function<std::vector<policy_action>(const parsed_request_id&)>& decide) {
   std::int64_t chars = static_cast<std::int64_t>(s.messages.back().content.size());
   if (s.messages.front().role == "system") chars += static_cast<std::int64_t>(s.messages.front().content.size());
   const token_usage usage{chars / 4 + 1, 12};
   const auto id = parse_request_id(s.request_id);
   if (!id) return scripted_reply::text("I have nothing to add.", usage);
   if (id->kind == 'i')
-    return scripted_reply::text("Agent a" + std::to_string(id->agent) + " answers: " +
-                                    std::string(shortened(s.messages.back().content, 80)),
-                                usage);
+    return scripted_reply::text(
+        "Agent a" + std::to_string(id->agent) + " answers: " + std::string(shortened(s.messages.back().content, 80)),
+        usage);
   if (s.messages.back().role == "tool") return scripted_reply::text("Done for this round.", usage);
   std::vector<tool_call> calls;
   for (auto& a : decide(*id))
-    calls.push_back(tool_call{"call-" + std::to_string(calls.size() + 1), std::move(a.name), std::move(a.arguments),
-                              std::nullopt});
+    calls.push_back(
+        tool_call{"call-" + std::to_string(calls.size() + 1), std::move(a.name), std::move(a.arguments), std::nullopt});
   if (calls.empty()) return scripted_reply::text("Nothing to do this round.", usage);
   return scripted_reply::tools(std::move(calls), usage);
 }
@@ -147,11 +151,12 @@ class scenario_run {
     std::int64_t rounds_into_step = 0;
     if (options_.resume) resume(first_step, rounds_into_step);
     log_.open(options_.event_log, options_.resume ? std::optional<std::uint64_t>(log_bytes_) : std::nullopt);
-    if (!options_.resume) log_.write(json::object{{"event", "run"},
-                                                  {"name", s_.name},
-                                                  {"seed", s_.seed},
-                                                  {"agents", population_.size()},
-                                                  {"world", s_.world.kind}});
+    if (!options_.resume)
+      log_.write(json::object{{"event", "run"},
+                              {"name", s_.name},
+                              {"seed", s_.seed},
+                              {"agents", population_.size()},
+                              {"world", s_.world.kind}});
 
     runtime_options ro;
     ro.store = options_.store;
@@ -169,8 +174,7 @@ class scenario_run {
 
     const auto& steps = workflow();
     for (std::size_t step = first_step; step < steps.size() && !stopping(); ++step) {
-      std::visit(
-          [&](const auto& st) { run_step(step, st, step == first_step ? rounds_into_step : 0); }, steps[step]);
+      std::visit([&](const auto& st) { run_step(step, st, step == first_step ? rounds_into_step : 0); }, steps[step]);
     }
     rt.shutdown();
     log_.flush();
@@ -211,7 +215,7 @@ class scenario_run {
     throw scenario_run_error("unknown world \"" + s_.world.kind + "\": the program registered no world by that name");
   }
 
-  std::vector<agent_spec> agent_specs() const {
+  std::vector<agent_spec> agent_specs() {
     std::vector<std::string> all_actions;
     for (const auto& a : world_->actions()) all_actions.push_back(a.name);
     std::vector<std::shared_ptr<llm_provider>> providers;
@@ -240,7 +244,7 @@ class scenario_run {
     return specs;
   }
 
-  std::shared_ptr<llm_provider> group_provider(std::size_t g) const {
+  std::shared_ptr<llm_provider> group_provider(std::size_t g) {
     const population_group& group = s_.groups[g];
     if (group.model == "scripted") {
       if (!policy_)
@@ -260,9 +264,29 @@ class scenario_run {
         });
       });
     }
+    if (!group.endpoints.empty()) {
+      // The group's calls spread over its endpoints, each under its own cap;
+      // a 429 pauses that endpoint for its Retry-After (endpoint_pool.hpp).
+      std::vector<http_endpoint> endpoints;
+      for (const auto& e : group.endpoints) {
+        std::string key;
+        if (!e.api_key_env.empty()) {
+          const char* v = std::getenv(e.api_key_env.c_str());
+          if (!v || !*v)
+            throw scenario_run_error("group \"" + group.name + "\": the endpoint " + e.url + " takes its key from $" +
+                                     e.api_key_env + ", which is not set");
+          key = v;
+        }
+        endpoints.push_back({e.url, std::move(key), e.max_concurrency});
+      }
+      http_settings settings;
+      settings.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(s_.activation_timeout_seconds * 1000));
+      if (!http_) http_ = std::make_shared<http_client>();
+      return std::make_shared<endpoint_pool>(http_pool_members(endpoints, settings, http_));
+    }
     if (!options_.provider)
       throw scenario_run_error("group \"" + group.name + "\" names the model \"" + group.model +
-                               "\", but the run has no model provider");
+                               "\", but the run has no model provider and the group lists no endpoints");
     return options_.provider;
   }
 
@@ -286,8 +310,7 @@ class scenario_run {
     const auto id = parse_request_id(ctx.request_id);
     const auto agent = index_.find(ctx.agent_id);
     if (agent == index_.end() || !id) throw tool_failure("not_in_simulation", "only the simulation's agents act");
-    if (id->kind != 'r')
-      throw tool_failure("not_now", "an interview does not act on the world: answer in words");
+    if (id->kind != 'r') throw tool_failure("not_now", "an interview does not act on the world: answer in words");
     std::shared_lock open(closing_);
     if (id->number != round_.load() || !round_open_.load())
       throw tool_failure("round_over", "round " + std::to_string(id->number) + " is over");
@@ -325,14 +348,19 @@ class scenario_run {
       a.key = {operator_agent, static_cast<std::uint32_t>(pending_injections_.size())};
     } else {
       auto who = index_.find(inj.as);
-      if (who == index_.end()) throw scenario_run_error("workflow step " + std::to_string(step + 1) +
-                                                        ": inject as \"" + inj.as + "\": no such agent");
+      if (who == index_.end())
+        throw scenario_run_error("workflow step " + std::to_string(step + 1) + ": inject as \"" + inj.as +
+                                 "\": no such agent");
       a.key = {who->second, injected_seq + static_cast<std::uint32_t>(pending_injections_.size())};
     }
     a.name = inj.action;
     a.arguments = inj.arguments;
-    json::object event{{"event", "intervention"}, {"step", step + 1}, {"round", a.round}, {"action", a.name},
-                       {"as", inj.as.empty() ? std::string("@operator") : inj.as}, {"arguments", a.arguments}};
+    json::object event{{"event", "intervention"},
+                       {"step", step + 1},
+                       {"round", a.round},
+                       {"action", a.name},
+                       {"as", inj.as.empty() ? std::string("@operator") : inj.as},
+                       {"arguments", a.arguments}};
     try {
       a.result = world_->check(a);
       event["result"] = a.result;
@@ -376,8 +404,11 @@ class scenario_run {
       cv.wait(lock, [&] { return in_flight == 0; });
     }
     for (std::size_t k = 0; k < sample.size(); ++k) {
-      json::object event{{"event", "interview"}, {"step", step + 1}, {"round", round_.load()},
-                         {"agent", ids_[sample[k]]}, {"question", iv.question}};
+      json::object event{{"event", "interview"},
+                         {"step", step + 1},
+                         {"round", round_.load()},
+                         {"agent", ids_[sample[k]]},
+                         {"question", iv.question}};
       add_outcome(event, *answers[k]);
       log_.write(event);
     }
@@ -412,8 +443,8 @@ class scenario_run {
   void run_round(std::size_t step, std::int64_t round_in_step) {
     const std::int64_t round = round_.load() + 1;
     const auto started = clk::now();
-    const auto active = activated_agents(s_.clock, s_.seed, round, static_cast<std::uint32_t>(population_.size()),
-                                         reached_);
+    const auto active =
+        activated_agents(s_.clock, s_.seed, round, static_cast<std::uint32_t>(population_.size()), reached_);
     round_summary summary;
     summary.round = round;
     summary.hour = hour_of_round(s_.clock, round);
@@ -438,8 +469,8 @@ class scenario_run {
     latencies.reserve(active.size());
     for (std::uint32_t i : active) {
       slot& sl = slots_[i];
-      json::object event{{"event", "activation"}, {"round", round}, {"agent", ids_[i]},
-                         {"observation", std::move(sl.observation)}};
+      json::object event{
+          {"event", "activation"}, {"round", round}, {"agent", ids_[i]}, {"observation", std::move(sl.observation)}};
       sl.observation = {};
       add_outcome(event, *sl.outcome);
       const population_group& g = s_.groups[population_[i].group];
@@ -473,8 +504,11 @@ class scenario_run {
     summary.latency_p50_ms = percentile(latencies, 0.5);
     summary.latency_p99_ms = percentile(latencies, 0.99);
 
-    json::object end{{"event", "round_end"}, {"round", round}, {"active", summary.active},
-                     {"failed", summary.failed}, {"refused", summary.refused}};
+    json::object end{{"event", "round_end"},
+                     {"round", round},
+                     {"active", summary.active},
+                     {"failed", summary.failed},
+                     {"refused", summary.refused}};
     json::object by_kind;
     for (const auto& [k, n] : summary.actions) by_kind[k] = n;
     end["actions"] = std::move(by_kind);
@@ -520,9 +554,9 @@ class scenario_run {
       slot& sl = slots_[i];
       world_observation seen = world_->observe(i, round);
       sl.observation = std::move(seen.data);
-      std::string text = "Round " + std::to_string(round) + ", " + std::to_string(hour_of_round(s_.clock, round)) +
-                         ":00. " + (seen.empty ? std::string("Nothing new reached you since you last looked.")
-                                               : std::move(seen.text));
+      std::string text =
+          "Round " + std::to_string(round) + ", " + std::to_string(hour_of_round(s_.clock, round)) + ":00. " +
+          (seen.empty ? std::string("Nothing new reached you since you last looked.") : std::move(seen.text));
       ask_options o;
       o.request_id = activation_request_id(round, i, attempt_of(round));
       o.observation = observation_origin{s_.world.kind, round};
@@ -600,9 +634,9 @@ class scenario_run {
           world_action a;
           a.round = i.at("round").to_number<std::int64_t>();
           const std::string as(i.at("as").as_string());
-          a.key = as == "@operator"
-                      ? action_key{operator_agent, static_cast<std::uint32_t>(pending_injections_.size())}
-                      : action_key{index_.at(as), injected_seq + static_cast<std::uint32_t>(pending_injections_.size())};
+          a.key = as == "@operator" ? action_key{operator_agent, static_cast<std::uint32_t>(pending_injections_.size())}
+                                    : action_key{index_.at(as),
+                                                 injected_seq + static_cast<std::uint32_t>(pending_injections_.size())};
           a.name = std::string(i.at("action").as_string());
           a.arguments = i.at("arguments").as_object();
           a.result = i.at("result");
@@ -627,6 +661,7 @@ class scenario_run {
 
   const scenario& s_;
   const scenario_run_options& options_;
+  std::shared_ptr<http_client> http_;  // shared by every group's endpoints
   scenario_progress& progress_;
   std::vector<population_member> population_;
   std::vector<std::string> ids_;

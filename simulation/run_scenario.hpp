@@ -101,8 +101,8 @@ struct round_summary {
 struct scenario_report {
   std::string name;
   std::size_t agents = 0;
-  std::int64_t rounds = 0;           // rounds run to the end, in this process and before it
-  std::int64_t resumed_after = 0;    // the last round a resumed run found committed
+  std::int64_t rounds = 0;         // rounds run to the end, in this process and before it
+  std::int64_t resumed_after = 0;  // the last round a resumed run found committed
   std::size_t activations = 0;
   std::size_t activations_failed = 0;
   std::map<std::string, std::size_t> errors_by_type;
@@ -124,8 +124,7 @@ struct scenario_run_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-scenario_report run_scenario(const scenario& s, const scenario_run_options& options,
-                             scenario_progress& progress);
+scenario_report run_scenario(const scenario& s, const scenario_run_options& options, scenario_progress& progress);
 
 // The actions the scenario's world offers (for an estimate before the run).
 std::vector<tool_spec> scenario_actions(const scenario& s, const scenario_run_options& options = {});

@@ -21,15 +21,22 @@ std::vector<std::string> observed_posts(const json::object& observation) {
 
 std::vector<std::string> observed_people(const json::object& observation) {
   std::vector<std::string> out;
-  auto add = [&](const char* list, const char* field) {
-    if (const auto* xs = observation.if_contains(list); xs && xs->is_array())
-      for (const auto& x : xs->as_array())
-        if (const auto* who = x.as_object().if_contains(field); who && who->is_string())
-          out.emplace_back(who->as_string());
+  auto add = [&](const json::value& who) {
+    // The operator speaks in the world but is no one to follow or write to.
+    if (who.is_string() && who.as_string() != "operator") out.emplace_back(who.as_string());
   };
-  add("messages", "from");
-  add("feed", "author");
-  add("new_followers", "agent");
+  auto each = [&](const char* list, const char* field) {
+    if (const auto* xs = observation.if_contains(list); xs && xs->is_array())
+      for (const auto& x : xs->as_array()) {
+        if (!field)
+          add(x);
+        else if (const auto* who = x.is_object() ? x.as_object().if_contains(field) : nullptr)
+          add(*who);
+      }
+  };
+  each("messages", "from");
+  each("feed", "author");
+  each("new_followers", nullptr);
   return out;
 }
 
@@ -70,7 +77,8 @@ std::vector<policy_action> social_policy(const policy_input& in) {
   }
   std::string who = someone();
   if (who.empty() || who == *in.agent_id) return {{"do_nothing", json::object{}}};
-  if (choice == "send_message") return {{"send_message", json::object{{"to", who}, {"text", "Hello from " + *in.agent_id}}}};
+  if (choice == "send_message")
+    return {{"send_message", json::object{{"to", who}, {"text", "Hello from " + *in.agent_id}}}};
   if (choice == "follow" || choice == "unfollow") return {{choice, json::object{{"agent", who}}}};
   return {{"do_nothing", json::object{}}};
 }

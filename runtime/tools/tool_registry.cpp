@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <mutex>
 
 namespace troupe {
@@ -18,6 +19,30 @@ std::chrono::milliseconds retry_policy::backoff_before(int attempt) const {
   const auto ms = static_cast<std::int64_t>(static_cast<double>(initial_backoff.count()) * factor);
   return std::min(std::chrono::milliseconds(ms), max_backoff);
 }
+
+namespace {
+
+// A number a C++ program puts in a schema or in arguments as std::size_t is
+// a uint64 in Boost.JSON, which valijson's adapter reads as no integer at
+// all ("maxLength must be a non-negative integer"); JSON text never parses
+// to one below 2^63. Those are made int64, as text would have made them.
+void signed_integers(boost::json::value& v) {
+  std::vector<boost::json::value*> todo{&v};
+  while (!todo.empty()) {
+    boost::json::value* x = todo.back();
+    todo.pop_back();
+    if (x->is_uint64()) {
+      if (x->get_uint64() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        *x = static_cast<std::int64_t>(x->get_uint64());
+    } else if (x->is_object()) {
+      for (auto& kv : x->get_object()) todo.push_back(&kv.value());
+    } else if (x->is_array()) {
+      for (auto& item : x->get_array()) todo.push_back(&item);
+    }
+  }
+}
+
+}  // namespace
 
 struct registered_tool::compiled_schema {
   valijson::Schema schema;
@@ -32,7 +57,8 @@ registered_tool::registered_tool(tool t) : tool_(std::move(t)), schema_(std::mak
   // copy, would overflow the stack on some of what it refuses.
   if (auto why = schema_hazard(tool_.spec.parameters)) throw unusable(*why);
   try {
-    const boost::json::value schema_doc(tool_.spec.parameters);
+    boost::json::value schema_doc(tool_.spec.parameters);
+    signed_integers(schema_doc);
     valijson::adapters::BoostJsonAdapter adapter(schema_doc);
     valijson::SchemaParser().populateSchema(adapter, schema_->schema);
   } catch (const std::exception& e) {
@@ -43,7 +69,8 @@ registered_tool::registered_tool(tool t) : tool_(std::move(t)), schema_(std::mak
 registered_tool::~registered_tool() = default;
 
 std::optional<error_info> registered_tool::validate(const boost::json::object& arguments) const {
-  const boost::json::value target(arguments);
+  boost::json::value target(arguments);
+  signed_integers(target);
   valijson::adapters::BoostJsonAdapter adapter(target);
   valijson::ValidationResults results;
   if (valijson::Validator().validate(schema_->schema, adapter, &results)) return std::nullopt;

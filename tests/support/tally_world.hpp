@@ -32,8 +32,7 @@ class tally_world final : public world {
   }
 
   std::vector<tool_spec> actions() const override {
-    return {tool_spec{"add",
-                      "Adds n to the shared tally at the end of the round.",
+    return {tool_spec{"add", "Adds n to the shared tally at the end of the round.",
                       boost::json::object{{"type", "object"},
                                           {"properties", {{"n", {{"type", "integer"}, {"minimum", 1}}}}},
                                           {"required", boost::json::array{"n"}},

@@ -41,6 +41,22 @@ TEST_CASE("arguments are validated against the tool's JSON Schema") {
   SECTION("an extra field is refused when the schema says so") { CHECK(t->validate({{"a", 1}, {"b", 2}, {"c", 3}})); }
 }
 
+TEST_CASE("numbers a program writes as std::size_t count as integers, in schemas and arguments") {
+  tool t = adder();
+  t.spec.parameters["properties"].as_object()["name"] =
+      json::object{{"type", "string"}, {"maxLength", std::size_t{4}}, {"minLength", std::size_t{1}}};
+  tool_registry r;
+  REQUIRE_NOTHROW(r.add(t));
+  auto added = r.find("add");
+  SECTION("an unsigned bound is enforced") {
+    CHECK(added->validate({{"a", 1}, {"b", 2}, {"name", "toolong"}}));
+    CHECK(!added->validate({{"a", 1}, {"b", 2}, {"name", "ok"}}));
+  }
+  SECTION("an unsigned argument is an integer") {
+    CHECK(!added->validate({{"a", std::size_t{1}}, {"b", std::uint64_t{2}}}));
+  }
+}
+
 TEST_CASE("running a tool never throws") {
   tool_registry r;
   r.add(adder());
