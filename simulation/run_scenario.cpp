@@ -18,6 +18,7 @@
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <shared_mutex>
@@ -92,6 +93,16 @@ world_action action_from_json(const json::object& o, const std::unordered_map<st
   a.arguments = o.at("arguments").as_object();
   a.result = o.at("result");
   return a;
+}
+
+// "Day 1, 08:00.\n": when in the simulated days a round runs (the world's
+// observation says which round it is, if it cares to).
+std::string clock_line(const clock_spec& clock, std::int64_t round) {
+  const std::int64_t minutes = clock.start_hour * 60 + (round - 1) * clock.minutes_per_round;
+  char line[64];
+  std::snprintf(line, sizeof line, "Day %lld, %02lld:%02lld.\n", static_cast<long long>(minutes / 1440 + 1),
+                static_cast<long long>(minutes / 60 % 24), static_cast<long long>(minutes % 60));
+  return line;
 }
 
 double percentile(std::vector<double>& xs, double q) {
@@ -555,7 +566,7 @@ class scenario_run {
       world_observation seen = world_->observe(i, round);
       sl.observation = std::move(seen.data);
       std::string text =
-          "Round " + std::to_string(round) + ", " + std::to_string(hour_of_round(s_.clock, round)) + ":00. " +
+          clock_line(s_.clock, round) +
           (seen.empty ? std::string("Nothing new reached you since you last looked.") : std::move(seen.text));
       ask_options o;
       o.request_id = activation_request_id(round, i, attempt_of(round));
