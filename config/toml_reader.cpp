@@ -1,7 +1,9 @@
 #include "config/toml_reader.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <vector>
 
 namespace troupe {
 
@@ -41,6 +43,37 @@ void table_reader::fail(std::string_view key, const std::string& why) const {
   throw field_error(file_, name(key), line(key), why);
 }
 
+namespace {
+
+// Optimal string alignment distance, for short keys only.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i)
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+}  // namespace
+
+void table_reader::fail_missing(std::string_view key) const {
+  // A required key is most often missing because it is misspelt: the
+  // unknown key that is nearly it is named, with its own line.
+  for (const auto& [other, value] : t_) {
+    const std::string_view k = other.str();
+    if (read_.count(k) || k.size() > 64 || key.size() > 64 || edit_distance(k, key) > 2) continue;
+    throw field_error(file_, name(key), static_cast<std::int64_t>(value.source().begin.line),
+                      "is required; " + std::string(k) + " (line " + std::to_string(value.source().begin.line) +
+                          ") is not a known field: is it " + std::string(key) + " misspelt?");
+  }
+  fail(key, "is required");
+}
+
 void table_reader::fail_table(const std::string& why) const {
   throw field_error(file_, path_, static_cast<std::int64_t>(t_.source().begin.line), why);
 }
@@ -58,7 +91,7 @@ const toml::node* table_reader::find(std::string_view key) {
 void table_reader::text(std::string_view key, std::string& out, bool required) {
   const toml::node* n = find(key);
   if (!n) {
-    if (required) fail(key, "is required");
+    if (required) fail_missing(key);
     return;
   }
   if (!n->is_string()) fail(key, "must be a string");

@@ -71,6 +71,8 @@ class table_reader {
   // [[key]]: an array of tables (inline ones too).
   std::vector<const toml::table*> tables(std::string_view key);
 
+  // Throws field_error: the key is required and absent (naming a misspelling of it, if the table has one).
+  [[noreturn]] void fail_missing(std::string_view key) const;
   void refuse_unknown() const;
 
  private:

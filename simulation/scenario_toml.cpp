@@ -195,7 +195,7 @@ population_group read_group(table_reader& r, const world_spec& world, const std:
   const bool social = world.kind == "social";
   population_group g;
   r.text("name", g.name, true);
-  if (!r.has("count")) r.fail("count", "is required");
+  if (!r.has("count")) r.fail_missing("count");
   r.count("count", g.count, 1, max_agents);
   r.text("model", g.model);
   if (g.model.empty()) r.fail("model", "must not be empty (\"scripted\" for a group without a model)");
