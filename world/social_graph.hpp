@@ -17,8 +17,8 @@
 // the follows it changes plus, spread over the rounds, one linear rebuild
 // per rows/32 changes, never a copy of the graph a follow.
 
-#include "simulation/scenario.hpp"
 #include "world/agent_directory.hpp"
+#include "world/world_spec.hpp"
 
 #include <cstdint>
 #include <stdexcept>

@@ -22,13 +22,13 @@
 // post indices, per post 56 bytes, 8 to 16 of index and its text in one
 // shared arena (docs/benchmarks.md has the figures).
 
-#include "simulation/scenario.hpp"
 #include "world/agent_directory.hpp"
 #include "world/bounded_lists.hpp"
 #include "world/flat_index.hpp"
 #include "world/social_graph.hpp"
 #include "world/text_arena.hpp"
 #include "world/world.hpp"
+#include "world/world_spec.hpp"
 
 #include <atomic>
 #include <cstdint>
