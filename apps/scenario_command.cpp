@@ -92,6 +92,10 @@ int run_scenario_command(const scenario_command_options& o, const model_options&
       std::cout << format_estimate(e);
     return 0;
   }
+  if (o.resume && (o.store.empty() || o.store.rfind("memory:", 0) == 0))
+    throw usage_error(
+        "--resume continues a run kept in a durable store: name it with --store sqlite:PATH or "
+        "--store postgres://…");
   scenario_run_options run;
   run.store = store_for(o.store, "memory:").threads;
   run.event_log = o.events;
@@ -106,6 +110,12 @@ int run_scenario_command(const scenario_command_options& o, const model_options&
   {
     progress_line line(progress, total_rounds(s));
     r = run_scenario(s, run, progress);
+  }
+  if (r.finished_before) {
+    // The log and the store already hold the whole run: nothing is run or rewritten.
+    std::printf("%s: the run had already finished (%lld rounds); nothing to resume\n", r.name.c_str(),
+                static_cast<long long>(r.rounds));
+    return 0;
   }
   if (!o.report.empty()) write_html_report(r, o.events, o.report);
   const double peak_mib = static_cast<double>(peak_rss_bytes()) / (1024 * 1024);

@@ -41,16 +41,18 @@ constexpr std::uint32_t injected_seq = 0x8000'0000U;
 
 // Request ids say what a request is, so that a scripted model, a world tool
 // and a resumed run can tell from the id alone: "r{round}/a{index}" for an
-// activation ("…/{attempt}" when a resumed run asks again),
-// "i{step}/a{index}" for an interview.
+// activation, "i{step}/a{index}" for an interview, each followed by
+// "/{attempt}" when a resumed run asks again.
 std::string activation_request_id(std::int64_t round, std::uint32_t agent, int attempt) {
   std::string id = "r" + std::to_string(round) + "/a" + std::to_string(agent);
   if (attempt > 1) id += "/" + std::to_string(attempt);
   return id;
 }
 
-std::string interview_request_id(std::size_t step, std::uint32_t agent) {
-  return "i" + std::to_string(step) + "/a" + std::to_string(agent);
+std::string interview_request_id(std::size_t step, std::uint32_t agent, int attempt) {
+  std::string id = "i" + std::to_string(step) + "/a" + std::to_string(agent);
+  if (attempt > 1) id += "/" + std::to_string(attempt);
+  return id;
 }
 
 struct parsed_request_id {
@@ -160,14 +162,28 @@ class scenario_run {
     report_.agents = population_.size();
     std::size_t first_step = 0;
     std::int64_t rounds_into_step = 0;
-    if (options_.resume) resume(first_step, rounds_into_step);
+    if (options_.resume) {
+      resume(first_step, rounds_into_step);
+      if (first_step >= workflow().size()) {
+        report_.finished_before = true;
+        return report_;
+      }
+    } else {
+      refuse_a_run_already_stored();
+    }
     log_.open(options_.event_log, options_.resume ? std::optional<std::uint64_t>(log_bytes_) : std::nullopt);
-    if (!options_.resume)
+    if (options_.resume) {
+      commit_resumed();
+    } else {
       log_.write(json::object{{"event", "run"},
                               {"name", s_.name},
                               {"seed", s_.seed},
                               {"agents", population_.size()},
                               {"world", s_.world.kind}});
+      // Committed before any agent is asked, so that a run killed in its
+      // first round resumes, and a resume checks it continues this scenario.
+      commit_step("world_started", json::object{{"step", 0}, {"scenario", fingerprint()}});
+    }
 
     runtime_options ro;
     ro.store = options_.store;
@@ -401,7 +417,7 @@ class scenario_run {
       }
       ask_options o;
       o.thread_id = ids_[sample[k]] + ":interview";
-      o.request_id = interview_request_id(step + 1, sample[k]);
+      o.request_id = interview_request_id(step + 1, sample[k], step == interrupted_step_ ? resume_attempt_ : 1);
       o.on_reply = [&, k](const reply& r) {
         std::lock_guard lock(m);
         answers[k] = r;
@@ -594,7 +610,7 @@ class scenario_run {
     cv.wait(lock, [&] { return in_flight == 0; });
   }
 
-  int attempt_of(std::int64_t round) const { return round == interrupted_round_ ? 2 : 1; }
+  int attempt_of(std::int64_t round) const { return round == interrupted_round_ ? resume_attempt_ : 1; }
 
   // A round boundary, and every other step, is committed as an entry of the
   // world's thread, after the agents' threads (their entries are committed
@@ -623,8 +639,19 @@ class scenario_run {
                                loaded.error().message + ")");
     world_thread_.emplace(std::move(*loaded));
     std::int64_t last_round = 0;
+    int earlier_resumes = 0;  // since the last committed step: each asked the interrupted step again
     for (const entry& e : world_thread_->entries()) {
       const json::object p = e.payload.to_json();
+      if (e.kind == "world_resumed") {
+        ++earlier_resumes;
+        continue;
+      }
+      earlier_resumes = 0;
+      if (e.kind == "world_started") {
+        check_fingerprint(p.at("scenario").as_object());
+        log_bytes_ = p.at("log_bytes").to_number<std::uint64_t>();
+        continue;
+      }
       first_step = static_cast<std::size_t>(p.at("step").to_number<std::int64_t>()) - 1;
       log_bytes_ = p.at("log_bytes").to_number<std::uint64_t>();
       if (e.kind == "world_round") {
@@ -664,10 +691,58 @@ class scenario_run {
     round_.store(last_round);
     report_.resumed_after = last_round;
     report_.rounds = last_round;
-    // Agents may have begun (or finished) the next round before the kill:
-    // their threads keep that attempt, and the round runs again under new
-    // request ids, so no thread holds one id twice.
+    // Agents may have begun (or finished) the next round or interview
+    // before the kill: their threads keep that attempt, and it is asked
+    // again under a request id of its own (one more than every earlier
+    // resume of it used), so no thread holds one id twice.
     interrupted_round_ = last_round + 1;
+    interrupted_step_ = first_step;
+    resume_attempt_ = earlier_resumes + 2;
+  }
+
+  // Recorded before anything is asked again: a resume killed in its turn
+  // leaves the next one a higher attempt.
+  void commit_resumed() {
+    const std::uint64_t rev = world_thread_->rev();
+    world_thread_->append(entry_draft("world_resumed", json::object{{"attempt", resume_attempt_}}), wall_clock_ms(),
+                          world_ids_);
+    auto done = options_.store->append(*world_thread_, rev);
+    if (!done)
+      throw scenario_run_error("committing the resume to the store failed (" + done.error().type +
+                               "): " + done.error().message);
+  }
+
+  // What a resumed run must share with the run it continues: the same
+  // population doing the same workflow in the same world, with the same seed.
+  json::object fingerprint() const {
+    json::array groups;
+    for (const auto& g : s_.groups)
+      groups.push_back(json::object{{"name", g.name}, {"count", g.count}, {"model", g.model}});
+    return json::object{{"seed", s_.seed},
+                        {"agents", population_.size()},
+                        {"groups", std::move(groups)},
+                        {"world", s_.world.kind},
+                        {"steps", workflow().size()}};
+  }
+
+  void check_fingerprint(const json::object& stored) const {
+    for (const auto& [key, value] : fingerprint()) {
+      const auto* then = stored.if_contains(key);
+      if (then && *then == value) continue;
+      throw scenario_mismatch("the store's run \"" + s_.name + "\" was started with another scenario: its " +
+                              std::string(key) + " was " + (then ? json_text(*then) : std::string("unset")) + ", now " +
+                              json_text(value) + " (resume with the scenario file and --seed it started with)");
+    }
+  }
+
+  // A fresh run into a store that holds a run by its name would mix their
+  // threads and fail at its first commit.
+  void refuse_a_run_already_stored() {
+    if (!options_.store) return;
+    if (auto held = options_.store->load(world_thread_id_); held)
+      throw scenario_run_error("the store already holds a run named \"" + s_.name + "\" (" +
+                               std::to_string(held->size()) +
+                               " steps committed): continue it with --resume, or run into another store");
   }
 
   const scenario& s_;
@@ -691,6 +766,8 @@ class scenario_run {
   std::optional<thread> world_thread_;
   random_ids world_ids_{0x776f726c64ULL};
   std::int64_t interrupted_round_ = 0;
+  std::size_t interrupted_step_ = static_cast<std::size_t>(-1);
+  int resume_attempt_ = 1;
   // Held shared by every world action, exclusively while a round closes: an
   // activation that timed out cannot add an action its round no longer takes.
   std::shared_mutex closing_;

@@ -115,6 +115,8 @@ struct scenario_report {
   double spawn_seconds = 0;
   double activations_per_second = 0;  // over the rounds' time
   bool stopped = false;
+  // A resume found the run already at its end: nothing ran.
+  bool finished_before = false;
   std::vector<round_summary> per_round;
 };
 
@@ -122,6 +124,12 @@ struct scenario_report {
 // without a model, a resume with nothing to resume).
 struct scenario_run_error : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// Thrown by a resume whose scenario is not the one the store's run started
+// with (another population, workflow, world or seed).
+struct scenario_mismatch : scenario_run_error {
+  using scenario_run_error::scenario_run_error;
 };
 
 scenario_report run_scenario(const scenario& s, const scenario_run_options& options, scenario_progress& progress);

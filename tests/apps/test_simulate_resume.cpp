@@ -1,0 +1,236 @@
+// A scenario run killed with SIGKILL and continued with `troupe simulate
+// --resume`: the final event log is the one an uninterrupted run with the
+// same seed writes, byte for byte, and no agent's thread holds a request twice.
+//
+// The kills come from troupe_scenario_kill_child (support/scenario_kill_child.cpp),
+// which runs the same scenario runner and dies at a commit the test names,
+// so each case kills at the same point of the run every time.
+
+#include "runtime/store/open_store.hpp"
+#include "support/store_backends.hpp"
+
+#include <boost/json.hpp>
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using namespace troupe;
+
+namespace {
+
+const std::string social = std::string(TROUPE_EXAMPLES_DIR) + "/scenarios/social.toml";
+const std::string town_hall = std::string(TROUPE_EXAMPLES_DIR) + "/scenarios/town_hall.toml";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct temp_dir {
+  fs::path path = fs::temp_directory_path() / ("troupe-resume-" + testing::unique_suffix());
+  temp_dir() { fs::create_directories(path); }
+  ~temp_dir() { fs::remove_all(path); }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+struct finished_process {
+  int status = 0;
+  std::string out;  // stdout and stderr
+  bool exited(int code) const { return WIFEXITED(status) && WEXITSTATUS(status) == code; }
+  bool killed() const { return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL; }
+};
+
+// Runs a program (no shell: a PostgreSQL URI holds '&') and waits for it.
+finished_process run(const std::vector<std::string>& argv, const temp_dir& dir) {
+  const std::string out = dir / "output";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, STDOUT_FILENO);
+    ::dup2(fd, STDERR_FILENO);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  finished_process p;
+  ::waitpid(pid, &p.status, 0);
+  p.out = slurp(out);
+  return p;
+}
+
+finished_process simulate(const temp_dir& dir, const std::string& scenario, const std::string& store,
+                          const std::string& log, bool resume = false) {
+  std::vector<std::string> argv{TROUPE_BINARY, "simulate", "--scenario", scenario,   "--seed",
+                                "5",           "--store",  store,        "--events", log};
+  if (resume) argv.push_back("--resume");
+  return run(argv, dir);
+}
+
+// The log an uninterrupted run writes.
+std::string whole_log(const std::string& scenario) {
+  temp_dir dir;
+  const auto p = simulate(dir, scenario, "sqlite:" + (dir / "whole.db"), dir / "whole.log");
+  INFO(p.out);
+  REQUIRE(p.exited(0));
+  return slurp(dir / "whole.log");
+}
+
+// Kills the run at each point in turn (each run after the first resumes the
+// one before), then resumes it with troupe simulate --resume to its end.
+void kill_and_resume(const temp_dir& dir, const std::string& scenario, const std::string& store,
+                     const std::vector<std::string>& kill_points) {
+  for (std::size_t k = 0; k < kill_points.size(); ++k) {
+    std::vector<std::string> argv{TROUPE_KILL_CHILD, scenario, "5", store, dir / "run.log", kill_points[k]};
+    if (k > 0) argv.push_back("--resume");
+    const auto p = run(argv, dir);
+    INFO("killed at " << kill_points[k] << ": " << p.out);
+    REQUIRE(p.killed());
+  }
+  const auto p = simulate(dir, scenario, store, dir / "run.log", true);
+  INFO(p.out);
+  REQUIRE(p.exited(0));
+}
+
+struct turn_count {
+  int asked = 0;     // the request's user message
+  int finished = 0;  // its final answer
+};
+
+// Every agent thread's turns, by request id ("r8/a2", "r8/a2/2", "i4/a7", ...).
+std::map<std::string, std::map<std::string, turn_count>> turns(const std::string& store) {
+  auto opened = open_store(store);
+  REQUIRE(opened.has_value());
+  std::map<std::string, std::map<std::string, turn_count>> out;
+  for (const std::string& id : opened->threads->list()) {
+    if (id.rfind("simulation:", 0) == 0) continue;
+    auto t = opened->threads->load(id);
+    REQUIRE(t.has_value());
+    for (const entry& e : t->entries()) {
+      if (e.kind != "message") continue;
+      const json::object refs = e.refs.to_json();
+      const json::object payload = e.payload.to_json();
+      const std::string request(refs.at("request_id").as_string());
+      if (payload.at("role") == "user") ++out[id][request].asked;
+      if (payload.at("role") == "assistant") ++out[id][request].finished;
+    }
+  }
+  return out;
+}
+
+// "r8/a2/2" -> "r8/a2".
+std::string first_attempt(const std::string& request) {
+  const auto agent = request.find("/a");
+  const auto attempt = request.find('/', agent + 2);
+  return attempt == std::string::npos ? request : request.substr(0, attempt);
+}
+
+// No thread holds a request id twice, and a finished turn is repeated (a
+// model call made again) only in the rounds or interviews a kill cut short,
+// named by their request ids' beginnings ("r8/", "i4/").
+void check_threads(const std::string& store, const std::vector<std::string>& interrupted) {
+  for (const auto& [thread, requests] : turns(store)) {
+    std::map<std::string, int> finished_by_first_attempt;
+    for (const auto& [request, n] : requests) {
+      INFO(thread << " " << request);
+      CHECK(n.asked == 1);
+      CHECK(n.finished <= 1);
+      finished_by_first_attempt[first_attempt(request)] += n.finished;
+    }
+    for (const auto& [request, n] : finished_by_first_attempt) {
+      if (n <= 1) continue;
+      INFO(thread << " finished " << request << " " << n << " times");
+      CHECK(std::any_of(interrupted.begin(), interrupted.end(),
+                        [&](const std::string& prefix) { return request.rfind(prefix, 0) == 0; }));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a social run killed at any step and resumed writes the uninterrupted run's log") {
+  const std::string whole = whole_log(social);
+  temp_dir dir;
+  const std::string store = "sqlite:" + (dir / "run.db");
+
+  SECTION("killed before round 1 was committed") {
+    kill_and_resume(dir, social, store, {"before-round:1"});
+    CHECK(slurp(dir / "run.log") == whole);
+    check_threads(store, {"r1/"});
+  }
+  SECTION("killed in round 8, after one agent's turn of it was committed") {
+    kill_and_resume(dir, social, store, {"answered:residents-3:default:r8/a2"});
+    CHECK(slurp(dir / "run.log") == whole);
+    check_threads(store, {"r8/"});
+  }
+  SECTION("killed after an intervention was logged, before it was committed") {
+    kill_and_resume(dir, social, store, {"before-step:2"});
+    CHECK(slurp(dir / "run.log") == whole);
+  }
+  SECTION("killed in an interview, after one answer was committed") {
+    kill_and_resume(dir, social, store, {"thread-suffix::interview"});
+    CHECK(slurp(dir / "run.log") == whole);
+    check_threads(store, {"i4/"});
+  }
+  SECTION("killed at the checkpoint") {
+    kill_and_resume(dir, social, store, {"before-step:5"});
+    CHECK(slurp(dir / "run.log") == whole);
+  }
+  SECTION("killed three times, twice in the same round") {
+    kill_and_resume(dir, social, store,
+                    {"answered:residents-3:default:r8/a2", "answered:residents-3:default:r8/a2/2", "before-round:20"});
+    CHECK(slurp(dir / "run.log") == whole);
+    check_threads(store, {"r8/", "r20/"});
+  }
+}
+
+TEST_CASE("a town hall run (events clock) killed and resumed writes the uninterrupted run's log") {
+  const std::string whole = whole_log(town_hall);
+  temp_dir dir;
+  const std::string store = "sqlite:" + (dir / "run.db");
+
+  SECTION("killed before its first step, an intervention, was committed") {
+    kill_and_resume(dir, town_hall, store, {"before-step:1"});
+    CHECK(slurp(dir / "run.log") == whole);
+  }
+  SECTION("killed in round 3, after one agent's turn of it was committed") {
+    kill_and_resume(dir, town_hall, store, {"answered:villagers-4:default:r3/a3"});
+    CHECK(slurp(dir / "run.log") == whole);
+    check_threads(store, {"r3/"});
+  }
+  SECTION("killed in the interview") {
+    kill_and_resume(dir, town_hall, store, {"thread-suffix::interview"});
+    CHECK(slurp(dir / "run.log") == whole);
+    check_threads(store, {"i3/"});
+  }
+}
+
+TEST_CASE("a run kept in PostgreSQL, killed and resumed, writes the uninterrupted run's log") {
+  testing::postgres_backend pg;
+  if (!pg.ready()) {
+    std::cout << pg.why_not() << std::endl;
+    return;
+  }
+  pg.store.reset();  // the processes below open their own
+  const std::string whole = whole_log(social);
+  temp_dir dir;
+  // Once in a round, once after an interview was answered but before it was committed.
+  kill_and_resume(dir, social, pg.uri(), {"answered:residents-3:default:r8/a2", "before-step:4"});
+  CHECK(slurp(dir / "run.log") == whole);
+  check_threads(pg.uri(), {"r8/", "i4/"});
+}
