@@ -13,11 +13,13 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -54,11 +56,14 @@ struct finished_process {
   bool killed() const { return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL; }
 };
 
-// Runs a program (no shell: a PostgreSQL URI holds '&') and waits for it.
-finished_process run(const std::vector<std::string>& argv, const temp_dir& dir) {
+// Runs a program (no shell: a PostgreSQL URI holds '&') and waits for it;
+// `in_child` runs in the child before it starts the program.
+finished_process run(const std::vector<std::string>& argv, const temp_dir& dir,
+                     const std::function<void()>& in_child = {}) {
   const std::string out = dir / "output";
   const pid_t pid = ::fork();
   if (pid == 0) {
+    if (in_child) in_child();
     const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(fd, STDOUT_FILENO);
     ::dup2(fd, STDERR_FILENO);
@@ -75,9 +80,9 @@ finished_process run(const std::vector<std::string>& argv, const temp_dir& dir) 
 }
 
 finished_process simulate(const temp_dir& dir, const std::string& scenario, const std::string& store,
-                          const std::string& log, bool resume = false) {
-  std::vector<std::string> argv{TROUPE_BINARY, "simulate", "--scenario", scenario,   "--seed",
-                                "5",           "--store",  store,        "--events", log};
+                          const std::string& log, bool resume = false, const std::string& seed = "5") {
+  std::vector<std::string> argv{TROUPE_BINARY, "simulate", "--scenario", scenario, "--seed", seed, "--events", log};
+  if (!store.empty()) argv.insert(argv.end(), {"--store", store});
   if (resume) argv.push_back("--resume");
   return run(argv, dir);
 }
@@ -233,4 +238,74 @@ TEST_CASE("a run kept in PostgreSQL, killed and resumed, writes the uninterrupte
   kill_and_resume(dir, social, pg.uri(), {"answered:residents-3:default:r8/a2", "before-step:4"});
   CHECK(slurp(dir / "run.log") == whole);
   check_threads(pg.uri(), {"r8/", "i4/"});
+}
+
+TEST_CASE("troupe simulate --resume refuses what it cannot continue, and says why") {
+  temp_dir dir;
+  const std::string store = "sqlite:" + (dir / "run.db");
+  const std::string log = dir / "run.log";
+  REQUIRE(simulate(dir, social, store, log).exited(0));
+  const std::string whole = slurp(log);
+
+  SECTION("without a durable store") {
+    const auto p = simulate(dir, social, "", log, true);
+    CHECK(p.exited(2));
+    CHECK_THAT(p.out, Catch::Contains("--resume continues a run kept in a durable store"));
+  }
+  SECTION("a scenario of another name") {
+    const auto p = simulate(dir, town_hall, store, log, true);
+    CHECK(p.exited(1));
+    CHECK_THAT(p.out, Catch::Contains("nothing to resume: the store holds no run named \"town hall\""));
+  }
+  SECTION("the same name with another population") {
+    std::string text = slurp(social);
+    const auto count = text.find("count = 20");
+    REQUIRE(count != std::string::npos);
+    text.replace(count, 10, "count = 21");
+    std::ofstream(dir / "social.toml") << text;
+    fs::copy_file(fs::path(social).parent_path() / "profiles.csv", dir.path / "profiles.csv");
+    const auto p = simulate(dir, dir / "social.toml", store, log, true);
+    CHECK(p.exited(1));
+    CHECK_THAT(p.out, Catch::Contains("was started with another scenario: its agents was 20, now 21"));
+    CHECK(slurp(log) == whole);
+  }
+  SECTION("another seed") {
+    const auto p = simulate(dir, social, store, log, true, "6");
+    CHECK(p.exited(1));
+    CHECK_THAT(p.out, Catch::Contains("its seed was 5, now 6"));
+  }
+  SECTION("a run that has finished: nothing runs, the log stays as it is") {
+    const auto p = simulate(dir, social, store, log, true);
+    CHECK(p.exited(0));
+    CHECK_THAT(p.out, Catch::Contains("the run had already finished (24 rounds); nothing to resume"));
+    CHECK(slurp(log) == whole);
+  }
+  SECTION("a new run into the store that holds it, without --resume") {
+    const auto p = simulate(dir, social, store, dir / "again.log");
+    CHECK(p.exited(1));
+    CHECK_THAT(p.out, Catch::Contains("the store already holds a run named \"town square\""));
+  }
+}
+
+TEST_CASE("an event log troupe cannot write ends the run with an error that names it") {
+  temp_dir dir;
+  SECTION("in a directory that does not exist") {
+    const auto p = simulate(dir, social, "", dir / "missing/run.log");
+    CHECK(p.exited(1));
+    CHECK_THAT(p.out, Catch::Contains("cannot open the event log " + (dir / "missing/run.log")));
+  }
+  SECTION("on a full disk") {
+    const auto p = simulate(dir, social, "", "/dev/full");
+    CHECK(p.exited(1));
+    CHECK_THAT(p.out, Catch::Contains("cannot write the event log /dev/full: No space left on device"));
+  }
+  SECTION("once it outgrows what the process may write, rounds into the run") {
+    const auto p = run({TROUPE_BINARY, "simulate", "--scenario", social, "--events", dir / "run.log"}, dir, [] {
+      const rlimit limit{20000, 20000};
+      ::setrlimit(RLIMIT_FSIZE, &limit);
+      std::signal(SIGXFSZ, SIG_IGN);  // the write fails instead
+    });
+    CHECK(p.exited(1));
+    CHECK_THAT(p.out, Catch::Contains("cannot write the event log " + (dir / "run.log") + ": File too large"));
+  }
 }
