@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +25,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -238,6 +240,53 @@ TEST_CASE("a run kept in PostgreSQL, killed and resumed, writes the uninterrupte
   kill_and_resume(dir, social, pg.uri(), {"answered:residents-3:default:r8/a2", "before-step:4"});
   CHECK(slurp(dir / "run.log") == whole);
   check_threads(pg.uri(), {"r8/", "i4/"});
+}
+
+// The kill a user deals: from outside, wherever the run is, to the troupe
+// process itself. The social example with 2,000 people runs for seconds, so
+// a kill once the log has passed a share of its final size lands mid-run.
+TEST_CASE("troupe simulate killed with SIGKILL from outside, twice, resumes to the uninterrupted run's log") {
+  temp_dir dir;
+  std::string text = slurp(social);
+  const auto count = text.find("count = 20");
+  REQUIRE(count != std::string::npos);
+  text.replace(count, 10, "count = 2000");
+  const std::string scenario = dir / "social.toml";
+  std::ofstream(scenario) << text;
+  fs::copy_file(fs::path(social).parent_path() / "profiles.csv", dir.path / "profiles.csv");
+
+  REQUIRE(simulate(dir, scenario, "sqlite:" + (dir / "whole.db"), dir / "whole.log").exited(0));
+  const std::string whole = slurp(dir / "whole.log");
+  const std::string store = "sqlite:" + (dir / "run.db");
+  const std::string log = dir / "run.log";
+  for (const double share : {0.35, 0.7}) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(::open("/dev/null", O_WRONLY), STDOUT_FILENO);
+      ::dup2(::open("/dev/null", O_WRONLY), STDERR_FILENO);
+      const char* resume = share > 0.5 ? "--resume" : nullptr;  // the first run: the arguments end there
+      ::execl(TROUPE_BINARY, TROUPE_BINARY, "simulate", "--scenario", scenario.c_str(), "--seed", "5", "--store",
+              store.c_str(), "--events", log.c_str(), resume, static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+    int status = 0;
+    while (fs::exists(log) ? fs::file_size(log) < share * static_cast<double>(whole.size()) : true) {
+      REQUIRE(::waitpid(pid, &status, WNOHANG) == 0);  // still running
+      REQUIRE(std::chrono::steady_clock::now() < deadline);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    INFO("killed past " << share * 100 << "% of the log");
+    REQUIRE(WIFSIGNALED(status));
+    CHECK(slurp(log).size() < whole.size());
+  }
+  const auto p = simulate(dir, scenario, store, log, true);
+  INFO(p.out);
+  REQUIRE(p.exited(0));
+  CHECK(slurp(log) == whole);
+  check_threads(store, {"r"});  // which rounds the kills cut short is the machine's to say
 }
 
 TEST_CASE("troupe simulate --resume refuses what it cannot continue, and says why") {
