@@ -89,6 +89,17 @@ finished_process simulate(const temp_dir& dir, const std::string& scenario, cons
   return run(argv, dir);
 }
 
+// The social example with another number of people, written into `dir`.
+std::string social_of(const temp_dir& dir, int people) {
+  std::string text = slurp(social);
+  const auto count = text.find("count = 20");
+  REQUIRE(count != std::string::npos);
+  text.replace(count, 10, "count = " + std::to_string(people));
+  std::ofstream(dir / "social.toml") << text;
+  fs::copy_file(fs::path(social).parent_path() / "profiles.csv", dir.path / "profiles.csv");
+  return dir / "social.toml";
+}
+
 // The log an uninterrupted run writes.
 std::string whole_log(const std::string& scenario) {
   temp_dir dir;
@@ -247,13 +258,7 @@ TEST_CASE("a run kept in PostgreSQL, killed and resumed, writes the uninterrupte
 // a kill once the log has passed a share of its final size lands mid-run.
 TEST_CASE("troupe simulate killed with SIGKILL from outside, twice, resumes to the uninterrupted run's log") {
   temp_dir dir;
-  std::string text = slurp(social);
-  const auto count = text.find("count = 20");
-  REQUIRE(count != std::string::npos);
-  text.replace(count, 10, "count = 2000");
-  const std::string scenario = dir / "social.toml";
-  std::ofstream(scenario) << text;
-  fs::copy_file(fs::path(social).parent_path() / "profiles.csv", dir.path / "profiles.csv");
+  const std::string scenario = social_of(dir, 2000);
 
   REQUIRE(simulate(dir, scenario, "sqlite:" + (dir / "whole.db"), dir / "whole.log").exited(0));
   const std::string whole = slurp(dir / "whole.log");
@@ -307,13 +312,7 @@ TEST_CASE("troupe simulate --resume refuses what it cannot continue, and says wh
     CHECK_THAT(p.out, Catch::Contains("nothing to resume: the store holds no run named \"town hall\""));
   }
   SECTION("the same name with another population") {
-    std::string text = slurp(social);
-    const auto count = text.find("count = 20");
-    REQUIRE(count != std::string::npos);
-    text.replace(count, 10, "count = 21");
-    std::ofstream(dir / "social.toml") << text;
-    fs::copy_file(fs::path(social).parent_path() / "profiles.csv", dir.path / "profiles.csv");
-    const auto p = simulate(dir, dir / "social.toml", store, log, true);
+    const auto p = simulate(dir, social_of(dir, 21), store, log, true);
     CHECK(p.exited(1));
     CHECK_THAT(p.out, Catch::Contains("was started with another scenario: its agents was 20, now 21"));
     CHECK(slurp(log) == whole);
