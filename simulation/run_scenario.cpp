@@ -739,10 +739,9 @@ class scenario_run {
   // threads and fail at its first commit.
   void refuse_a_run_already_stored() {
     if (!options_.store) return;
-    if (auto held = options_.store->load(world_thread_id_); held)
-      throw scenario_run_error("the store already holds a run named \"" + s_.name + "\" (" +
-                               std::to_string(held->size()) +
-                               " steps committed): continue it with --resume, or run into another store");
+    if (options_.store->load(world_thread_id_))
+      throw scenario_run_error("the store already holds a run named \"" + s_.name +
+                               "\": continue it with --resume, or run into another store");
   }
 
   const scenario& s_;
