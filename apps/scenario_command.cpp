@@ -77,8 +77,6 @@ boost::json::object counts_json(const std::map<std::string, std::size_t>& counts
 }  // namespace
 
 int run_scenario_command(const scenario_command_options& o, const model_options& model) {
-  if (o.resume && o.store.rfind("memory:", 0) == 0)
-    throw usage_error("--resume needs a durable store: --store sqlite:PATH or postgres://…");
   scenario s = read_scenario(o.scenario);
   if (o.seed) s.seed = *o.seed;
   if (o.estimate) {
