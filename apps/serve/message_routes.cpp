@@ -45,12 +45,6 @@ void serve_replay(const std::shared_ptr<exchange>& ex, const replayed_turn& r, c
   stream->close();
 }
 
-std::optional<thread> stored_thread(route_context& ctx, const std::string& thread_id) {
-  auto t = ctx.agents.store().threads->load(thread_id);
-  if (!t) return std::nullopt;
-  return std::move(*t);
-}
-
 void post_message(route_context& ctx, const std::shared_ptr<exchange>& ex) {
   auto body = json_body(ex);
   if (!body) return;
@@ -91,16 +85,15 @@ void post_message(route_context& ctx, const std::shared_ptr<exchange>& ex) {
     return true;
   };
   if (!idem.empty() && !ctx.turns.by_request(ids.request_id)) {
-    if (auto t = stored_thread(ctx, conv->thread_id))
-      if (auto r = replay_turn(*t, ids.request_id, ids)) {
-        if (reused(r->content)) return;
-        if (!r->result)
-          return ex->respond(error_response(http::status::conflict, "turn_incomplete",
-                                            "the turn of this Idempotency-Key started but did not end"));
-        // A turn cut by a shutdown was never answered (its client was told
-        // 503, retryable): the retry runs it, under the same request id.
-        if (!cut_by_shutdown(*r->result)) return serve_replay(ex, *r, ids, 0, as_stream);
-      }
+    if (auto r = stored_turn(ctx.agents.store(), conv->id, ids)) {
+      if (reused(r->content)) return;
+      if (!r->result)
+        return ex->respond(error_response(http::status::conflict, "turn_incomplete",
+                                          "the turn of this Idempotency-Key started but did not end"));
+      // A turn cut by a shutdown was never answered (its client was told
+      // 503, retryable): the retry runs it, under the same request id.
+      if (!cut_by_shutdown(*r->result)) return serve_replay(ex, *r, ids, 0, as_stream);
+    }
   }
 
   auto admitted =
@@ -157,8 +150,8 @@ void reconnect(route_context& ctx, const std::shared_ptr<exchange>& ex) {
     return serve_turn(ex, t, after, true, a && a->config.cancel_on_disconnect);
   }
   turn_ids ids{request_id, conv->id, conv->thread_id, {}, ex->user(), {}, {}};
-  if (auto stored = stored_thread(ctx, conv->thread_id))
-    if (auto r = replay_turn(*stored, request_id, ids); r && r->result) return serve_replay(ex, *r, ids, after, true);
+  if (auto r = stored_turn(ctx.agents.store(), conv->id, ids); r && r->result)
+    return serve_replay(ex, *r, ids, after, true);
   ex->respond(
       error_response(http::status::not_found, "not_found", "no turn of conversation " + conv->id + " to replay"));
 }

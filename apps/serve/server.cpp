@@ -42,7 +42,10 @@ server::server(serve_config config, deployment_options options)
   // The metrics hear the runtime's telemetry beside the server's own sink,
   // and time the store's commits.
   options.telemetry = combined(options.telemetry ? options.telemetry : std::make_shared<log_sink>(false), metrics_);
-  options.wrap_threads = [m = metrics_](std::shared_ptr<thread_store> s) -> std::shared_ptr<thread_store> {
+  // A wrapper the embedder gave (a test's) goes under the timing.
+  options.wrap_threads = [m = metrics_, wrap = std::move(options.wrap_threads)](
+                             std::shared_ptr<thread_store> s) -> std::shared_ptr<thread_store> {
+    if (wrap) s = wrap(std::move(s));
     return std::make_shared<timed_store>(std::move(s), [m](double seconds) { m->store_committed(seconds); });
   };
   observers_.add(metrics_);

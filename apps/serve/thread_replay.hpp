@@ -8,6 +8,7 @@
 
 #include "apps/serve/turn.hpp"
 
+#include "runtime/store/open_store.hpp"
 #include "strategy/thread.hpp"
 
 #include <memory>
@@ -23,13 +24,20 @@ struct replayed_turn {
   std::string content;                // the user's message that started it
 };
 
-// The turn of `request_id` (empty: the thread's last turn), or nullopt if
-// the thread has no such turn.
 // Whether a turn ended because the server stopped under it (shutdown): its
 // client was told to retry, and nothing answered it.
 bool cut_by_shutdown(const turn_result& r);
 
-std::optional<replayed_turn> replay_turn(const thread_view& t, const std::string& request_id, turn_ids ids);
+// The turn of `ids.request_id` told from its entries: those of the request,
+// in seq order, as thread_store::request_entries reads them (nothing before
+// its first entry is needed). nullopt if there are none.
+std::optional<replayed_turn> replay_turn(const std::vector<entry>& entries, turn_ids ids);
+
+// The turn of `request_id` in the thread's store (empty: the conversation's
+// last turn, found by its question among the conversation's last messages),
+// read by the request's index, never the whole thread; nullopt when the
+// store has no such turn or cannot be read.
+std::optional<replayed_turn> stored_turn(const store_handle& store, const std::string& conversation_id, turn_ids ids);
 
 // An ended replayed turn (its result set) as a finished turn holding its
 // events, to be answered like one still in memory.

@@ -19,6 +19,9 @@ class timed_store final : public thread_store {
   commit_path path() const override { return inner_->path(); }
   std::optional<commit_batching> batching() const override { return inner_->batching(); }
   stored<thread> load(const std::string& thread_id) override { return inner_->load(thread_id); }
+  stored<std::vector<entry>> request_entries(const std::string& thread_id, const std::string& request_id) override {
+    return inner_->request_entries(thread_id, request_id);
+  }
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override;
   stored<std::uint64_t> append_fenced(const thread_view& t, std::uint64_t expected_rev,
                                       const thread_lease& fence) override;

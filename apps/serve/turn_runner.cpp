@@ -40,7 +40,7 @@ std::optional<std::size_t> entries_of_request(deployment& agents, const deployed
   if (!agents.stopped())
     if (auto snap = a.handle.snapshot(thread_id, std::chrono::seconds(5)))
       return snap->with_ref("request_id", id).size();
-  if (auto stored = agents.store().threads->load(thread_id)) return stored->with_ref("request_id", id).size();
+  if (auto stored = agents.store().threads->request_entries(thread_id, request_id)) return stored->size();
   return std::nullopt;
 }
 

@@ -19,6 +19,20 @@ stored<thread> memory_store::load(const std::string& thread_id) {
   return thread(it->view);
 }
 
+stored<std::vector<entry>> memory_store::request_entries(const std::string& thread_id, const std::string& request_id) {
+  std::optional<thread_view> view;
+  {
+    shard& s = shard_of(thread_id);
+    std::lock_guard lock(s.mutex);
+    if (auto it = s.threads.find(thread_id); it != s.threads.end()) view = it->view;
+  }
+  std::vector<entry> out;
+  if (!view) return out;
+  // Scanned outside the shard's lock: the view is a snapshot of its own.
+  for (const entry* e : view->with_ref("request_id", boost::json::value(request_id))) out.push_back(*e);
+  return out;
+}
+
 stored<std::uint64_t> memory_store::append_fenced(const thread_view& t, std::uint64_t expected_rev,
                                                   const thread_lease& fence) {
   std::lock_guard lock(leases_mutex_);

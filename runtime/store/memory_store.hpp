@@ -21,6 +21,7 @@ namespace troupe {
 class memory_store final : public thread_store, public conversation_store {
  public:
   stored<thread> load(const std::string& thread_id) override;
+  stored<std::vector<entry>> request_entries(const std::string& thread_id, const std::string& request_id) override;
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override;
   commit_path path() const override { return commit_path::immediate; }
   stored<std::uint64_t> append_fenced(const thread_view& t, std::uint64_t expected_rev,

@@ -11,6 +11,17 @@ void throw_exception_from_error(const store_error& e, const boost::source_locati
   throw std::runtime_error("thread store: " + e.type + ": " + e.message);
 }
 
+stored<std::vector<entry>> thread_store::request_entries(const std::string& thread_id, const std::string& request_id) {
+  auto t = load(thread_id);
+  if (!t) {
+    if (t.error().type == "not_found") return std::vector<entry>{};
+    return t.error();
+  }
+  std::vector<entry> out;
+  for (const entry* e : t->with_ref("request_id", boost::json::value(request_id))) out.push_back(*e);
+  return out;
+}
+
 stored<std::uint64_t> thread_store::append_fenced(const thread_view& t, std::uint64_t expected_rev,
                                                   const thread_lease&) {
   return append(t, expected_rev);

@@ -66,6 +66,12 @@ class thread_store {
   virtual std::optional<commit_batching> batching() const { return std::nullopt; }
 
   virtual stored<thread> load(const std::string& thread_id) = 0;
+  // The entries of one request of `thread_id`: those whose refs.request_id
+  // is `request_id`, in seq order; none when the thread has no such entry
+  // (or there is no such thread). The durable stores find them by an index,
+  // so that the cost is the request's, not the thread's. The default loads
+  // the thread and picks them out.
+  virtual stored<std::vector<entry>> request_entries(const std::string& thread_id, const std::string& request_id);
   // Commits `t`, which must extend the stored thread: its entries beyond the
   // stored ones are the new ones, and only those are written. `expected_rev`
   // is the rev the writer last saw (0 for a thread new to the store); any

@@ -6,10 +6,14 @@
 #include "support/serve_fixture.hpp"
 #include "support/sqlite_file.hpp"
 
+#include "runtime/store/thread_lease.hpp"
+
 #include <condition_variable>
 #include <future>
+#include <map>
 #include <mutex>
 
+using namespace troupe;
 using namespace troupe::testing;
 namespace json = boost::json;
 
@@ -36,6 +40,68 @@ struct open_turn {
     conversation_id = str(first->data.at("conversation_id"));
     request_id = str(first->data.at("request_id"));
   }
+};
+
+// The store as it is, counting the whole-thread loads of each thread.
+class load_counting_store final : public thread_store {
+ public:
+  explicit load_counting_store(std::shared_ptr<thread_store> inner) : inner_(std::move(inner)) {}
+  std::size_t loads_of(const std::string& thread_id) {
+    std::lock_guard lock(mutex_);
+    return loads_[thread_id];
+  }
+  std::size_t total_loads() {
+    std::lock_guard lock(mutex_);
+    std::size_t n = 0;
+    for (const auto& [_, k] : loads_) n += k;
+    return n;
+  }
+
+  stored<thread> load(const std::string& thread_id) override {
+    {
+      std::lock_guard lock(mutex_);
+      ++loads_[thread_id];
+    }
+    return inner_->load(thread_id);
+  }
+  stored<std::vector<entry>> request_entries(const std::string& thread_id, const std::string& request_id) override {
+    return inner_->request_entries(thread_id, request_id);
+  }
+  commit_path path() const override { return inner_->path(); }
+  stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override {
+    return inner_->append(t, expected_rev);
+  }
+  stored<std::uint64_t> append_fenced(const thread_view& t, std::uint64_t expected_rev,
+                                      const thread_lease& fence) override {
+    return inner_->append_fenced(t, expected_rev, fence);
+  }
+  void append_queued(thread_view t, std::uint64_t expected_rev, const thread_lease* fence, append_done done) override {
+    inner_->append_queued(std::move(t), expected_rev, fence, std::move(done));
+  }
+  void set_queue_deadline(std::chrono::milliseconds d) override { inner_->set_queue_deadline(d); }
+  stored<thread_lease> acquire_lease(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
+                                     std::chrono::milliseconds ttl) override {
+    return inner_->acquire_lease(thread_id, owner, now_ms, ttl);
+  }
+  bool queues_lease_takes() const override { return inner_->queues_lease_takes(); }
+  void acquire_lease_queued(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
+                            std::chrono::milliseconds ttl, lease_done done) override {
+    inner_->acquire_lease_queued(thread_id, owner, now_ms, ttl, std::move(done));
+  }
+  void release_lease(const std::string& thread_id, const thread_lease& held) override {
+    inner_->release_lease(thread_id, held);
+  }
+  void release_lease_queued(const std::string& thread_id, const thread_lease& held,
+                            std::function<void()> done) override {
+    inner_->release_lease_queued(thread_id, held, std::move(done));
+  }
+  std::vector<std::string> list() override { return inner_->list(); }
+  bool remove(const std::string& thread_id) override { return inner_->remove(thread_id); }
+
+ private:
+  std::shared_ptr<thread_store> inner_;
+  std::mutex mutex_;
+  std::map<std::string, std::size_t> loads_;
 };
 
 }  // namespace
@@ -129,6 +195,48 @@ TEST_CASE("serve: Idempotency-Key holds across a restart") {
     CHECK(events.back().data.at("answer") == first.at("answer"));
     CHECK(f.model->calls() == 0);
   }
+  f.server->drain();
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);
+}
+
+// A retry after a restart reads its turn by the request's index: the
+// thread, however long, is never loaded whole for it.
+TEST_CASE("serve: a retry after a restart finds its turn without loading the thread") {
+  const std::string db = (std::filesystem::temp_directory_path() / "troupe-serve-idem-index-test.db").string();
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);
+  const auto alice = as_user(alice_key);
+  const auto with_key = as_user(alice_key, {{"Idempotency-Key", "by-index"}});
+  const std::string ask = R"({"model":"helper","user":"u1","messages":[{"role":"user","content":"calc: 2 + 3"}]})";
+  const auto openai_key = as_user(alice_key, {{"Idempotency-Key", "by-index"}, {"X-Troupe-Conversation", "c2"}});
+  json::value first, first_openai;
+  {
+    serve_fixture f("sqlite:" + db);
+    http_client c = f.client();
+    c.send(http::verb::post, chat("c1"), message_body("helper", "an earlier turn"), alice);
+    first = c.send(http::verb::post, chat("c1"), message_body("helper", "calc: 2 + 3"), with_key).json();
+    first_openai = c.send(http::verb::post, "/v1/chat/completions", ask, openai_key).json();
+    REQUIRE(first.at("answer") == "result: {\"expression\":\"2 + 3\",\"value\":5}");
+    REQUIRE(first_openai.at("choices").at(0).at("message").at("content") == first.at("answer"));
+  }
+  std::shared_ptr<load_counting_store> counting;
+  serve_fixture f("sqlite:" + db, "", "", [&](std::shared_ptr<thread_store> s) -> std::shared_ptr<thread_store> {
+    counting = std::make_shared<load_counting_store>(std::move(s));
+    return counting;
+  });
+  http_client c = f.client();
+  SECTION("on the conversations route") {
+    const json::value again =
+        c.send(http::verb::post, chat("c1"), message_body("helper", "calc: 2 + 3"), with_key).json();
+    CHECK(again.at("answer") == first.at("answer"));
+    CHECK(again.at("entries_appended") == first.at("entries_appended"));
+    CHECK(counting->loads_of(str(first.at("thread_id"))) == 0);
+  }
+  SECTION("on the OpenAI route") {
+    const json::value again = c.send(http::verb::post, "/v1/chat/completions", ask, openai_key).json();
+    CHECK(again.at("choices") == first_openai.at("choices"));
+    CHECK(counting->total_loads() == 0);
+  }
+  CHECK(f.model->calls() == 0);
   f.server->drain();
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);
 }

@@ -651,6 +651,11 @@ constexpr const char* migrations[] = {
   END
   $$;
 )",
+    // 8: a request's entries found by its id (thread_store::request_entries:
+    // a retried request, a replayed turn), without reading the thread.
+    R"(
+  CREATE INDEX entries_by_request ON entries (thread_id, (refs->>'request_id'), seq);
+)",
 };
 static_assert(std::size(migrations) == schema_version);
 

@@ -72,6 +72,8 @@ class postgres_store final : public thread_store, public conversation_store {
   ~postgres_store() override;
 
   stored<thread> load(const std::string& thread_id) override;
+  // By the index on (thread_id, refs->>'request_id', seq).
+  stored<std::vector<entry>> request_entries(const std::string& thread_id, const std::string& request_id) override;
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override;
   stored<std::uint64_t> append_fenced(const thread_view& t, std::uint64_t expected_rev,
                                       const thread_lease& fence) override;
@@ -106,7 +108,7 @@ class postgres_store final : public thread_store, public conversation_store {
                                                    const boost::json::value& value) override;
   stored<void> delete_conversation(const std::string& conversation_id) override;
 
-  static constexpr int schema_version = 7;
+  static constexpr int schema_version = 8;
 
  private:
   stored<std::uint64_t> append_as(const thread_view& t, std::uint64_t expected_rev, const thread_lease* fence);

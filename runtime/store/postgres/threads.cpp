@@ -96,6 +96,25 @@ stored<thread> postgres_store::load(const std::string& thread_id) {
   });
 }
 
+stored<std::vector<entry>> postgres_store::request_entries(const std::string& thread_id,
+                                                           const std::string& request_id) {
+  return pool_->read([&](PGconn* c) -> stored<std::vector<entry>> {
+    // The expression is entries_by_request's (migrations.cpp).
+    static const std::string sql = std::string("SELECT ") + entry_columns +
+                                   " FROM entries WHERE thread_id = $1 AND refs->>'request_id' = $2 ORDER BY seq";
+    result rows = run(c, sql.c_str(), {thread_id, request_id});
+    if (!rows.ok()) return rows.error(c, "read request " + request_id + " of " + thread_id);
+    std::vector<entry> out;
+    out.reserve(static_cast<std::size_t>(rows.rows()));
+    for (int i = 0; i < rows.rows(); ++i) {
+      auto e = read_entry(rows, i, thread_id);
+      if (!e) return e.error();
+      out.push_back(std::move(*e));
+    }
+    return out;
+  });
+}
+
 stored<std::uint64_t> postgres_store::append(const thread_view& t, std::uint64_t expected_rev) {
   return append_as(t, expected_rev, nullptr);
 }

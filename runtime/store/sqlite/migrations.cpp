@@ -85,6 +85,13 @@ constexpr const char* migrations[] = {
   CREATE UNIQUE INDEX entries_by_thread ON entries (thread_id, seq);
   CREATE INDEX entries_messages ON entries (thread_id, seq) WHERE kind = 'message';
 )",
+    // 5: a request's entries found by its id (thread_store::request_entries:
+    // a retried request, a replayed turn), without reading the thread. The
+    // expression is the one the query names, word for word, so that SQLite
+    // uses the index.
+    R"(
+  CREATE INDEX entries_by_request ON entries (thread_id, json_extract(refs, '$.request_id'), seq);
+)",
 };
 static_assert(std::size(migrations) == schema_version);
 

@@ -69,6 +69,30 @@ stored<thread> sqlite_store::load(const std::string& thread_id) {
   return std::move(*t);
 }
 
+stored<std::vector<entry>> sqlite_store::request_entries(const std::string& thread_id, const std::string& request_id) {
+  sqlite::reader_pool::reader r(*readers_);
+  if (!r) return r.failure();
+  connection& c = *r;
+  const std::string what = "read request " + request_id + " of " + thread_id;
+  // The expression is entries_by_request's (migrations.cpp).
+  statement s(c, std::string("SELECT ") + sqlite::entry_columns +
+                     " FROM entries WHERE thread_id = ? AND json_extract(refs, '$.request_id') = ? ORDER BY seq");
+  if (!s) return c.io_error(what);
+  s.bind(1, thread_id);
+  s.bind(2, request_id);
+  std::vector<entry> out;
+  std::size_t repaired = 0;
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+    auto e = sqlite::read_entry(s, thread_id, repaired);
+    if (!e) return e.error();
+    out.push_back(std::move(*e));
+  }
+  if (rc != SQLITE_DONE) return c.io_error(what);
+  if (repaired) report_repair(thread_id, sqlite::repaired_texts(repaired));
+  return out;
+}
+
 namespace {
 
 // The thread's lease as the writer's transaction sees it; none if never

@@ -130,6 +130,16 @@ TEST_CASE("the SQLite store migrates a version-1 file and keeps its threads") {
   sqlite3_finalize(version);
   CHECK(sqlite3_exec(db, "INSERT INTO entries VALUES ('old', 0, 'again', 7, 'note', '{}', '{}')", nullptr, nullptr,
                      nullptr) == SQLITE_CONSTRAINT);
+  // A request's entries are found by an index (version 5), as request_entries() asks for them.
+  sqlite3_stmt* plan = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db,
+                             "EXPLAIN QUERY PLAN SELECT seq FROM entries WHERE thread_id = 'old' AND "
+                             "json_extract(refs, '$.request_id') = 'r1' ORDER BY seq",
+                             -1, &plan, nullptr) == SQLITE_OK);
+  std::string steps;
+  while (sqlite3_step(plan) == SQLITE_ROW) steps += reinterpret_cast<const char*>(sqlite3_column_text(plan, 3));
+  sqlite3_finalize(plan);
+  CHECK_THAT(steps, Catch::Contains("USING INDEX entries_by_request"));
   sqlite3_close(db);
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + suffix);
 }

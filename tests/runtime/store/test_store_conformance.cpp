@@ -150,6 +150,57 @@ TEMPLATE_TEST_CASE("a fork is a new thread with the parent's entries up to the f
   }
 }
 
+TEMPLATE_TEST_CASE("a request's entries are read by its id, in seq order, and only its", "[store]", memory_backend,
+                   sqlite_backend, postgres_backend) {
+  TestType backend;
+  REQUIRE_BACKEND(backend);
+  thread_store& store = backend.threads();
+  sequential_ids ids;
+  thread t("t1", 1);
+  auto of = [](std::string request_id, std::string text) {
+    return entry_draft{"message",
+                       {{"role", "user"}, {"content", std::move(text)}},
+                       entry_refs::of(request_id, 1, "call-" + request_id)};
+  };
+  // r1's entries come in two commits, with r2's and an entry of no request between them.
+  commit(store, t, {of("r1", "a"), of("r2", "b"), note(0)}, 10, ids);
+  commit(store, t, {entry_draft{"summary", {{"content", "s"}}, {}}, of("r1", "c")}, 11, ids);
+  commit(store, t, {of("r10", "d")}, 12, ids);
+
+  SECTION("they are the entries whose refs name it, as load() gives them") {
+    auto r1 = store.request_entries("t1", "r1");
+    REQUIRE(r1);
+    REQUIRE(r1->size() == 2);
+    CHECK((*r1)[0] == *t.at_seq(0));
+    CHECK((*r1)[1] == *t.at_seq(4));
+    auto r2 = store.request_entries("t1", "r2");
+    REQUIRE(r2);
+    REQUIRE(r2->size() == 1);
+    CHECK((*r2)[0] == *t.at_seq(1));
+  }
+  SECTION("a request id is matched whole, not as a prefix") {
+    auto r10 = store.request_entries("t1", "r10");
+    REQUIRE(r10);
+    REQUIRE(r10->size() == 1);
+    CHECK((*r10)[0].seq == 5);
+  }
+  SECTION("an unknown request, or an unknown thread, has none") {
+    auto none = store.request_entries("t1", "r9");
+    REQUIRE(none);
+    CHECK(none->empty());
+    auto nowhere = store.request_entries("t9", "r1");
+    REQUIRE(nowhere);
+    CHECK(nowhere->empty());
+  }
+  SECTION("another thread's entries of the same request id are not its") {
+    thread other("t2", 1);
+    commit(store, other, {of("r1", "elsewhere")}, 13, ids);
+    auto r1 = store.request_entries("t1", "r1");
+    REQUIRE(r1);
+    CHECK(r1->size() == 2);
+  }
+}
+
 TEMPLATE_TEST_CASE("a conversation store maps a user's chat to one thread", "[store][conversations]", memory_backend,
                    sqlite_backend, postgres_backend) {
   TestType backend;

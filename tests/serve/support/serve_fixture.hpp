@@ -73,12 +73,16 @@ struct serve_fixture {
   std::shared_ptr<stream_counter> counter = std::make_shared<stream_counter>();
   std::unique_ptr<serve::server> server;
 
+  using store_wrapper = std::function<std::shared_ptr<thread_store>(std::shared_ptr<thread_store>)>;
+
   explicit serve_fixture(const std::string& store = "memory:", const std::string& extra_top = "",
-                         const std::string& limits = "") {
-    start(store, extra_top, limits);
+                         const std::string& limits = "", store_wrapper wrap = {}) {
+    start(store, extra_top, limits, std::move(wrap));
   }
-  void start(const std::string& store, const std::string& extra_top = "", const std::string& limits = "") {
+  void start(const std::string& store, const std::string& extra_top = "", const std::string& limits = "",
+             store_wrapper wrap = {}) {
     serve::deployment_options o;
+    o.wrap_threads = std::move(wrap);
     for (const char* id : {"helper", "strict", "urgent", "tiny"}) o.providers[id] = model;
     server = std::make_unique<serve::server>(
         serve::parse_config(serve_config_text(store, extra_top, limits), "test.toml", ""), std::move(o));
