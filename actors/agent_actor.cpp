@@ -27,6 +27,15 @@ reply refused(const std::string& request_id, const char* type, std::string messa
   return reply{request_id, error_info::of(type, std::move(message)), {}, 0};
 }
 
+// The seq of the request's newest entry (stream_event.hpp's thread_seq). A
+// running request's entries end the thread, but for a summary or two, so
+// the walk back is short.
+std::uint64_t newest_entry_of(const thread_view& t, std::string_view request_id) {
+  for (std::uint64_t seq = t.size(); seq-- > 0;)
+    if (const entry* e = t.at_seq(seq); e && e->refs.request_id() == request_id) return seq;
+  return 0;
+}
+
 // What an ask is answered with when the agent dies before its end.
 reply agent_crashed(const std::string& request_id) {
   return refused(request_id, error_type::agent_crashed, "the agent stopped before the request finished");
@@ -737,7 +746,8 @@ class agent_logic {
       });
       if (slot.running && slot.running->events)
         self_->send(slot.running->events, event_atom::value,
-                    stream_event{tool_started_event{x.request_id, x.tool_call_id, x.tool_name, x.arguments}});
+                    stream_event{tool_started_event{x.request_id, x.tool_call_id, x.tool_name, x.arguments,
+                                                    newest_entry_of(slot.conversation.history(), x.request_id)}});
       run_tool(thread_id, std::make_shared<const tool_exec>(std::move(x)));
     }
   }
@@ -818,8 +828,14 @@ class agent_logic {
         e.usage = usage_of(s);  // cheap, and what metrics count tokens from
       return e;
     });
-    if (seen.event && slot.running && slot.running->events)
+    if (seen.event && slot.running && slot.running->events) {
+      const std::uint64_t seq = newest_entry_of(slot.conversation.history(), state.request_id);
+      std::visit(
+          overloaded{[&](delta_event& d) { d.thread_seq = seq; }, [&](tool_started_event& t) { t.thread_seq = seq; },
+                     [&](tool_finished_event& t) { t.thread_seq = seq; }, [](request_finished_event&) {}},
+          *seen.event);
       self_->send(slot.running->events, event_atom::value, std::move(*seen.event));
+    }
   }
 
   static std::optional<token_usage> usage_of(const signal& s) {

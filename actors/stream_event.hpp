@@ -6,15 +6,23 @@
 
 #include <boost/json/object.hpp>
 
+#include <cstdint>
 #include <string>
 #include <variant>
 
 namespace troupe {
 
+// thread_seq: the seq of the request's newest entry in its thread when the
+// event was sent, which places it among the thread's entries: a delta comes
+// after that entry and before the message it is part of; a tool's start and
+// end after its call's entry and before its result's. `troupe serve` makes
+// its event ids of it, so that a turn told again from the store has the ids
+// it had live.
 struct delta_event {
   std::string request_id;
   std::string text;
   std::string thinking;
+  std::uint64_t thread_seq = 0;
 };
 
 struct tool_started_event {
@@ -22,6 +30,7 @@ struct tool_started_event {
   std::string tool_call_id;
   std::string tool_name;
   boost::json::object arguments;
+  std::uint64_t thread_seq = 0;
 };
 
 struct tool_finished_event {
@@ -29,6 +38,7 @@ struct tool_finished_event {
   std::string tool_call_id;
   std::string tool_name;
   tool_outcome outcome;
+  std::uint64_t thread_seq = 0;
 };
 
 // The last event of every request: completed when the reply has an answer,

@@ -13,6 +13,10 @@ namespace json = boost::json;
 
 namespace {
 
+// How step() words its refusals of tool calls (refused_without_running).
+constexpr std::string_view no_such_tool = "there is no tool named \"";
+constexpr std::string_view not_an_object = "the arguments are not a JSON object: ";
+
 // One step of the machine: reads the inputs, accumulates the state, the
 // entries and the directives, and hands them back as a step_result.
 class stepper {
@@ -131,8 +135,8 @@ class stepper {
       if (!find_tool(config_.tools, p.call.name)) {
         p.outcome = error_info::of(error_type::unknown_tool, unknown_tool_message(p.call.name));
       } else if (p.call.invalid_arguments) {
-        p.outcome = error_info::of(error_type::invalid_arguments,
-                                   "the arguments are not a JSON object: " + *p.call.invalid_arguments);
+        p.outcome =
+            error_info::of(error_type::invalid_arguments, std::string(not_an_object) + *p.call.invalid_arguments);
       } else {
         directives_.push_back(tool_exec{state_.call_id, p.call.id, p.call.name, p.call.arguments,
                                         config_.tool_timeout_ms, state_.request_id, state_.iteration});
@@ -281,7 +285,7 @@ class stepper {
   int max_iterations() const { return std::max(1, state_.overrides->max_iterations.value_or(config_.max_iterations)); }
 
   std::string unknown_tool_message(const std::string& name) const {
-    std::string m = "there is no tool named \"" + name + "\"";
+    std::string m = std::string(no_such_tool) + name + "\"";
     if (config_.tools && !config_.tools->empty()) {
       m += "; the available tools are:";
       for (const auto& t : *config_.tools) m += " " + t.name;
@@ -313,6 +317,11 @@ bool absorb_delta(react_state& state, const llm_delta& d) {
   state.streamed_text += d.text;
   state.streamed_thinking += d.thinking;
   return true;
+}
+
+bool refused_without_running(const error_info& e) {
+  return (e.type == error_type::unknown_tool && e.message.starts_with(no_such_tool)) ||
+         (e.type == error_type::invalid_arguments && e.message.starts_with(not_an_object));
 }
 
 }  // namespace troupe

@@ -42,4 +42,9 @@ step_result step(const react_config& config, const react_state& state, const thr
 // stale (another call's, or none awaited) and changed nothing.
 bool absorb_delta(react_state& state, const llm_delta& d);
 
+// Whether a tool call's error is step()'s own refusal, given without asking
+// any executor (a tool the agent does not have, arguments that are not an
+// object): no tool ran, so nobody saw it start or end.
+bool refused_without_running(const error_info& e);
+
 }  // namespace troupe

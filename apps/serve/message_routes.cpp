@@ -27,7 +27,8 @@ void serve_turn(const std::shared_ptr<exchange>& ex, const std::shared_ptr<turn>
     stream->send(e);
     if (last) stream->close();
   });
-  if (sub == 0) return;
+  // An ended turn read from past its last event has nothing more to send.
+  if (sub == 0) return stream->close();
   follow_disconnect(stream, t, sub, cancel_on_disconnect);
 }
 
@@ -40,8 +41,8 @@ void serve_replay(const std::shared_ptr<exchange>& ex, const replayed_turn& r, c
   }
   auto stream = ex->open_stream();
   if (!stream) return;
-  for (const sse_event& e : r.events)
-    if (e.id > after) stream->send(e);
+  // As a finished turn in memory tells them: a reader who saw part of a delta gets the rest of it.
+  finished_turn(r, ids)->subscribe(after, [&stream](const sse_event& e, bool) { stream->send(e); });
   stream->close();
 }
 
@@ -143,7 +144,10 @@ void reconnect(route_context& ctx, const std::shared_ptr<exchange>& ex) {
     if (ec != std::errc{} || end != last.data() + last.size())
       return ex->respond(error_response(http::status::bad_request, "invalid_header", "Last-Event-ID must be a number"));
   }
-  const std::string request_id = ex->query("request_id").value_or("");
+  std::string request_id = ex->query("request_id").value_or("");
+  // The id a client saw last names its turn, whichever turn runs now.
+  if (request_id.empty())
+    if (auto r = request_of_event(ctx.agents.store(), conv->id, after)) request_id = std::move(*r);
   std::shared_ptr<turn> t = request_id.empty() ? ctx.turns.current(conv->id) : ctx.turns.by_request(request_id);
   if (t && t->ids().conversation_id == conv->id) {
     const deployed_agent* a = ctx.agents.find(t->ids().agent_id);

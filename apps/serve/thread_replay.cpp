@@ -1,8 +1,13 @@
 #include "apps/serve/thread_replay.hpp"
 
+#include "apps/serve/event_position.hpp"
 #include "apps/serve/turn_json.hpp"
+#include "strategy/react_machine.hpp"
 
 #include <boost/json/parse.hpp>
+
+#include <span>
+#include <unordered_set>
 
 namespace troupe::serve {
 
@@ -13,16 +18,46 @@ bool cut_by_shutdown(const turn_result& r) {
   return e && e->type == error_type::shutdown;
 }
 
+namespace {
+
+// The tool calls of `entries` that step() refused without running a tool
+// (no tool event was sent for them live), by tool_call_id.
+std::unordered_set<std::string> refused_calls(std::span<const entry> entries) {
+  std::unordered_set<std::string> out;
+  for (const entry& e : entries) {
+    if (e.kind != entry_kind::tool_result) continue;
+    const auto outcome = decode_tool_outcome(e.payload.to_json(), "payload");
+    if (const auto* err = outcome ? std::get_if<error_info>(&*outcome) : nullptr; err && refused_without_running(*err))
+      out.emplace(string_field(e.refs, "tool_call_id").value_or(""));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::optional<replayed_turn> replay_turn(const std::vector<entry>& entries, turn_ids ids) {
   if (entries.empty()) return std::nullopt;
   const std::string wanted = ids.request_id;
+  // A request run again (its first run cut by a shutdown) starts over at its
+  // question: the replay is of the last run.
+  std::size_t from = 0;
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    if (entries[i].kind == entry_kind::message && string_field(entries[i].payload, "role") == "user") from = i;
+  const std::span<const entry> run(entries.begin() + static_cast<std::ptrdiff_t>(from), entries.end());
+  const auto refused = refused_calls(run);
+
+  // Each event's id is the one it had live (event_position.hpp): a delta is
+  // placed after the request's entry before its message, a tool's start and
+  // end after the last call of the model's batch.
   replayed_turn out;
-  auto add = [&](std::string name, const json::value& data) {
-    out.events.push_back(make_event(out.events.size() + 1, std::move(name), data));
+  auto add = [&](std::string name, const json::value& data, std::uint64_t id) {
+    out.events.push_back(make_event(id, std::move(name), data));
   };
-  add("conversation", conversation_event(ids));
+  add("conversation", conversation_event(ids), 0);
   std::optional<reply> ended;
-  for (const entry& e : entries) {
+  std::uint64_t batch_seq = 0, started = 0, finished = 0;
+  for (std::size_t i = 0; i < run.size(); ++i) {
+    const entry& e = run[i];
     // Replays are rare (a reconnect after the turn): the JSON form keeps this
     // reader the same for every kind.
     const json::object p = e.payload.to_json();
@@ -30,31 +65,36 @@ std::optional<replayed_turn> replay_turn(const std::vector<entry>& entries, turn
       const auto role = string_field(p, "role");
       const std::string content(string_field(p, "content").value_or(""));
       if (role == "user") {
-        // A request run again (its first run cut by a shutdown) starts over
-        // at its question: the replay is of the last run.
-        out.events.resize(1);
-        ended.reset();
         out.content = content;
-      } else if (role == "assistant") {
+      } else if (role == "assistant" && i > 0) {
         delta_event d{wanted, content, std::string(string_field(p, "thinking").value_or(""))};
-        if (!d.text.empty() || !d.thinking.empty()) add("message.delta", event_data(d));
+        if (!d.text.empty() || !d.thinking.empty())
+          add("message.delta", event_data(d), event_id(run[i - 1].seq, d.text.size() + d.thinking.size()));
         // The answer is the assistant message that ends the turn.
         ended = reply{wanted, content, {}, 0};
       }
     } else if (e.kind == entry_kind::tool_call) {
       ended.reset();
+      if (i == 0 || run[i - 1].kind != entry_kind::tool_call) {
+        std::size_t last = i;
+        while (last + 1 < run.size() && run[last + 1].kind == entry_kind::tool_call) ++last;
+        batch_seq = run[last].seq;
+        started = finished = 0;
+      }
       tool_started_event s{wanted,
                            std::string(string_field(e.refs, "tool_call_id").value_or("")),
                            std::string(string_field(p, "name").value_or("")),
                            {}};
+      if (refused.contains(s.tool_call_id)) continue;
       if (const auto* args = p.if_contains("arguments"); args && args->is_object()) s.arguments = args->as_object();
-      add("tool.started", event_data(s));
+      add("tool.started", event_data(s), event_id(batch_seq, tool_offset(++started, finished)));
     } else if (e.kind == entry_kind::tool_result) {
       auto outcome = decode_tool_outcome(p, "payload");
       tool_finished_event f{wanted, std::string(string_field(e.refs, "tool_call_id").value_or("")),
                             std::string(string_field(p, "name").value_or("")),
                             outcome ? *outcome : tool_outcome{json::value(nullptr)}};
-      add("tool.finished", event_data(f));
+      if (refused.contains(f.tool_call_id)) continue;
+      add("tool.finished", event_data(f), event_id(batch_seq, tool_offset(started, ++finished)));
     } else if (e.kind == entry_kind::error) {
       auto err = decode_error_info(json::value(p), "payload");
       ended = reply{wanted, err ? *err : error_info::of("unknown", "an unreadable error entry"), {}, 0};
@@ -63,21 +103,23 @@ std::optional<replayed_turn> replay_turn(const std::vector<entry>& entries, turn
   if (ended) {
     out.result = turn_result{*ended, entries.size(), false};
     auto [name, data] = final_event(*out.result);
-    add(std::move(name), data);
+    add(std::move(name), data, event_id(entries.back().seq, 0));
   }
   return out;
 }
 
 namespace {
 
-// The request id of the conversation's last question: among its last
-// messages, read by the messages' index, more of them until one is a user's.
-std::optional<std::string> last_request_id(conversation_store& conversations, const std::string& conversation_id) {
+// The request id of the conversation's last question at or before seq
+// `until`: among its last messages, read by the messages' index, more of
+// them until one is a user's.
+std::optional<std::string> asking_request(conversation_store& conversations, const std::string& conversation_id,
+                                          std::uint64_t until) {
   for (std::size_t limit = 8;; limit *= 8) {
     auto messages = conversations.history(conversation_id, limit);
     if (!messages) return std::nullopt;
     for (auto it = messages->rbegin(); it != messages->rend(); ++it)
-      if (string_field(it->payload, "role") == "user") {
+      if (it->seq <= until && string_field(it->payload, "role") == "user") {
         auto id = string_field(it->refs, "request_id");
         return id ? std::optional<std::string>(*id) : std::nullopt;
       }
@@ -89,7 +131,7 @@ std::optional<std::string> last_request_id(conversation_store& conversations, co
 
 std::optional<replayed_turn> stored_turn(const store_handle& store, const std::string& conversation_id, turn_ids ids) {
   if (ids.request_id.empty()) {
-    auto last = last_request_id(*store.conversations, conversation_id);
+    auto last = asking_request(*store.conversations, conversation_id, UINT64_MAX);
     if (!last) return std::nullopt;
     ids.request_id = std::move(*last);
   }
@@ -98,11 +140,18 @@ std::optional<replayed_turn> stored_turn(const store_handle& store, const std::s
   return replay_turn(*entries, std::move(ids));
 }
 
+std::optional<std::string> request_of_event(const store_handle& store, const std::string& conversation_id,
+                                            std::uint64_t event) {
+  if (event < event_id(0, 0)) return std::nullopt;
+  return asking_request(*store.conversations, conversation_id, seq_of(event));
+}
+
 std::shared_ptr<turn> finished_turn(const replayed_turn& r, turn_ids ids) {
   ids.content = r.content;
   auto t = std::make_shared<turn>(std::move(ids));
-  for (std::size_t i = 0; i + 1 < r.events.size(); ++i) t->push(r.events[i].name, json::parse(r.events[i].data));
-  t->finish(*r.result, r.events.back().name, json::parse(r.events.back().data));
+  for (std::size_t i = 0; i + 1 < r.events.size(); ++i)
+    t->push(r.events[i].name, json::parse(r.events[i].data), r.events[i].id);
+  t->finish(*r.result, r.events.back().name, json::parse(r.events.back().data), r.events.back().id);
   return t;
 }
 

@@ -2,9 +2,10 @@
 // A turn told again from its thread, for a turn the server no longer holds
 // in memory (it restarted, or the turn is long over): a retried POST with
 // its Idempotency-Key and a reconnect after the turn both get the events
-// and the result the thread records. The model's streamed deltas are not
-// kept, so each assistant message comes as one message.delta; usage is not
-// kept either, so it is null.
+// and the result the thread records, under the ids they had live
+// (event_position.hpp). The model's streamed deltas are not kept, so each
+// assistant message comes as one message.delta; usage is not kept either,
+// so it is null.
 
 #include "apps/serve/turn.hpp"
 
@@ -19,7 +20,7 @@
 namespace troupe::serve {
 
 struct replayed_turn {
-  std::vector<sse_event> events;      // numbered from 1, the last one the result
+  std::vector<sse_event> events;      // the conversation event first, the last one the result
   std::optional<turn_result> result;  // nullopt: the turn has not ended in the thread
   std::string content;                // the user's message that started it
 };
@@ -38,6 +39,12 @@ std::optional<replayed_turn> replay_turn(const std::vector<entry>& entries, turn
 // read by the request's index, never the whole thread; nullopt when the
 // store has no such turn or cannot be read.
 std::optional<replayed_turn> stored_turn(const store_handle& store, const std::string& conversation_id, turn_ids ids);
+
+// The request whose turn sent event `event` (an id of event_position.hpp):
+// the one whose question is the conversation's last at or before the entry
+// the id is placed after. nullopt for an id of no turn.
+std::optional<std::string> request_of_event(const store_handle& store, const std::string& conversation_id,
+                                            std::uint64_t event);
 
 // An ended replayed turn (its result set) as a finished turn holding its
 // events, to be answered like one still in memory.

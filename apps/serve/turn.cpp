@@ -1,5 +1,6 @@
 #include "apps/serve/turn.hpp"
 
+#include "apps/serve/event_position.hpp"
 #include "signals/json_parse.hpp"
 
 #include <algorithm>
@@ -35,21 +36,27 @@ json::object delta_data(std::string text, std::string thinking) {
 
 std::uint64_t turn::subscribe(std::uint64_t after, sink s) {
   std::lock_guard lock(mutex_);
-  auto run = runs_.begin();
   for (std::size_t i = 0; i < events_.size(); ++i) {
     const sse_event& e = events_[i];
     const bool last = result_ && i + 1 == events_.size();
-    while (run != runs_.end() && run->event < i) ++run;
-    if (run != runs_.end() && run->event == i && after >= run->first_id && after < e.id) {
-      // The reader saw this run up to the delta `after`: the rest of its text.
-      const std::size_t seen = after - run->first_id;
-      auto [text, thinking] = delta_texts(e);
-      s(make_event(e.id, e.name,
-                   delta_data(text.substr(run->text_ends[seen]), thinking.substr(run->thinking_ends[seen]))),
-        last);
-    } else if (e.id > after) {
-      s(e, last);
+    if (e.id == 0) {
+      if (start_ == 0 || after < start_) s(e, last);
+      continue;
     }
+    if (e.id <= after) continue;
+    if (e.name == "message.delta" && seq_of(after) == seq_of(e.id) && after >= start_) {
+      // The delta's bytes of its model call end at its id's offset: a reader
+      // who saw some of them gets the rest.
+      auto [text, thinking] = delta_texts(e);
+      const std::uint64_t covered = text.size() + thinking.size();
+      const std::uint64_t end = offset_of(e.id), seen = offset_of(after);
+      if (covered <= end && seen > end - covered) {
+        auto [thinking_left, text_left] = unseen_delta(thinking, text, seen - (end - covered));
+        s(make_event(e.id, e.name, delta_data(std::move(text_left), std::move(thinking_left))), last);
+        continue;
+      }
+    }
+    s(e, last);
   }
   if (result_) return 0;
   const std::uint64_t id = next_sink_++;
@@ -116,21 +123,23 @@ void turn::deliver(const sse_event& e, bool last) {
   for (auto& [_, s] : sinks_) s(e, last);
 }
 
-void turn::push(std::string name, const boost::json::value& data) {
+void turn::push(std::string name, const boost::json::value& data, std::uint64_t id) {
   std::lock_guard lock(mutex_);
   if (result_) return;
   if (!events_.empty() && !first_agent_event_) first_agent_event_ = std::chrono::steady_clock::now();
-  events_.push_back(make_event(events_.size() + 1, std::move(name), data));
+  if (id != 0 && start_ == 0) start_ = event_id(seq_of(id), 0);
+  events_.push_back(make_event(id, std::move(name), data));
   deliver(events_.back(), false);
 }
 
-void turn::finish(turn_result r, std::string name, const boost::json::value& data) {
+void turn::finish(turn_result r, std::string name, const boost::json::value& data, std::uint64_t id) {
   std::vector<std::function<void(const turn_result&)>> waiting;
   {
     std::lock_guard lock(mutex_);
     if (result_) return;
     if (!first_agent_event_) first_agent_event_ = std::chrono::steady_clock::now();
-    events_.push_back(make_event(events_.size() + 1, std::move(name), data));
+    if (id != 0 && start_ == 0) start_ = event_id(seq_of(id), 0);
+    events_.push_back(make_event(id, std::move(name), data));
     result_ = r;
     deliver(events_.back(), true);
     sinks_.clear();
@@ -145,27 +154,28 @@ void turn::coalesce_deltas() {
   std::vector<sse_event> kept;
   kept.reserve(events_.size());
   kept_bytes_ = 0;
+  // A run: the deltas of one model call (placed after one entry), in a row.
+  auto in_run = [&](std::size_t first, std::size_t k) {
+    return events_[k].name == "message.delta" && seq_of(events_[k].id) == seq_of(events_[first].id);
+  };
   for (std::size_t i = 0; i < events_.size();) {
     std::size_t end = i;
-    while (end < events_.size() && events_[end].name == "message.delta") ++end;
+    if (events_[i].name == "message.delta")
+      while (end < events_.size() && in_run(i, end)) ++end;
     if (end - i < 2) {
       kept_bytes_ += bytes_of(events_[i]);
       kept.push_back(std::move(events_[i]));
       i = std::max(end, i + 1);
       continue;
     }
-    delta_run run{events_[i].id, kept.size(), {}, {}};
     std::string text, thinking;
     for (std::size_t k = i; k < end; ++k) {
       auto [t, th] = delta_texts(events_[k]);
       text += t;
       thinking += th;
-      run.text_ends.push_back(static_cast<std::uint32_t>(text.size()));
-      run.thinking_ends.push_back(static_cast<std::uint32_t>(thinking.size()));
     }
     kept.push_back(make_event(events_[end - 1].id, "message.delta", delta_data(std::move(text), std::move(thinking))));
-    kept_bytes_ += bytes_of(kept.back()) + 8 * run.text_ends.size();
-    runs_.push_back(std::move(run));
+    kept_bytes_ += bytes_of(kept.back());
     i = end;
   }
   events_ = std::move(kept);

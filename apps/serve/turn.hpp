@@ -2,9 +2,11 @@
 // One turn of a conversation as the server sees it: the events it has sent
 // so far (kept, so that a client can reconnect and miss none) and, once it
 // has ended, its result. Subscribers get the kept events after the one they
-// saw last, then every new one, in order. Once it has ended, each run of
-// message.delta events is kept as one (the run's text, under the id of its
-// last delta): a reader who saw part of the run gets the rest of its text.
+// saw last, then every new one, in order. Event ids are places in the
+// thread (event_position.hpp); a delta's id counts its model call's bytes,
+// so that a reader who saw part of a delta's text gets the rest of it. Once
+// the turn has ended, each run of message.delta events of one model call is
+// kept as one (the run's text, under its last delta's id).
 
 #include "apps/serve/sse.hpp"
 
@@ -61,9 +63,10 @@ class turn {
   void attach(request r);
   void cancel(const std::string& reason);
 
-  // The producer's side: an event, then finally the last one with the result.
-  void push(std::string name, const boost::json::value& data);
-  void finish(turn_result r, std::string name, const boost::json::value& data);
+  // The producer's side: an event with its id (0 for the conversation
+  // event, which has none), then finally the last one with the result.
+  void push(std::string name, const boost::json::value& data, std::uint64_t id);
+  void finish(turn_result r, std::string name, const boost::json::value& data, std::uint64_t id);
 
   // What the kept events hold, in bytes (their text, and a little per event).
   std::size_t kept_bytes() const;
@@ -76,19 +79,13 @@ class turn {
   void deliver(const sse_event& e, bool last);
   void coalesce_deltas();
 
-  // A run of deltas kept as one event: where each delta's text and thinking
-  // ended in the run's, for a reader who saw the run up to one of them.
-  struct delta_run {
-    std::uint64_t first_id = 0;
-    std::size_t event = 0;  // its event in events_
-    std::vector<std::uint32_t> text_ends, thinking_ends;
-  };
-
   turn_ids ids_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   mutable std::mutex mutex_;
   std::vector<sse_event> events_;
-  std::vector<delta_run> runs_;  // once finished
+  // Where the turn's ids begin (event_position.hpp): a reader from before
+  // it gets the conversation event; 0 until the first id.
+  std::uint64_t start_ = 0;
   std::size_t kept_bytes_ = 0;
   std::map<std::uint64_t, sink> sinks_;
   std::uint64_t next_sink_ = 1;

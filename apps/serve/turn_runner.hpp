@@ -23,9 +23,14 @@ struct turn_context {
 
 void run_turn(turn_context& ctx, const std::shared_ptr<turn>& t, const deployed_agent& a);
 
-// The entries of `thread_id` whose refs.request_id is `request_id`, from
-// the agent (or from the store once the agent has stopped).
-std::optional<std::size_t> entries_of_request(deployment& agents, const deployed_agent& a, const std::string& thread_id,
-                                              const std::string& request_id);
+// How many entries of `thread_id` have `request_id` as their
+// refs.request_id, and the last one's seq, from the agent (or from the store
+// once the agent has stopped).
+struct request_extent {
+  std::size_t entries = 0;
+  std::optional<std::uint64_t> last_seq;
+};
+std::optional<request_extent> entries_of_request(deployment& agents, const deployed_agent& a,
+                                                 const std::string& thread_id, const std::string& request_id);
 
 }  // namespace troupe::serve

@@ -3,6 +3,8 @@
 
 #include "support/serve_fixture.hpp"
 
+#include "apps/serve/event_position.hpp"
+
 using namespace troupe::testing;
 namespace json = boost::json;
 
@@ -30,7 +32,7 @@ TEST_CASE("serve: a message to an agent") {
     CHECK_FALSE(str(v.at("thread_id")).empty());
     CHECK_FALSE(str(v.at("request_id")).empty());
   }
-  SECTION("is streamed as events, the conversation first and the completion last, numbered from 1") {
+  SECTION("is streamed as events, the conversation first and the completion last, ids placed in the thread") {
     const http_reply head = c.open_stream(messages_c1, message_body("helper", "hi"), as_user(alice_key));
     CHECK(head.status == 200);
     CHECK(head.header("content-type") == "text/event-stream");
@@ -43,7 +45,11 @@ TEST_CASE("serve: a message to an agent") {
     CHECK(events[2].name == "message.completed");
     CHECK(events[2].data.at("answer") == "echo: hi");
     CHECK(events[2].data.at("entries_appended") == 2);
-    for (std::size_t i = 0; i < events.size(); ++i) CHECK(events[i].id == i + 1);
+    // The conversation event has no id; the delta's is its 8 bytes after the
+    // question (seq 0), the completion's at the answer (seq 1).
+    CHECK(events[0].id == 0);
+    CHECK(events[1].id == troupe::serve::event_id(0, 8));
+    CHECK(events[2].id == troupe::serve::event_id(1, 0));
   }
   SECTION("streams the tool calls it makes") {
     c.open_stream(messages_c1, message_body("helper", "calc: 6 * 7"), as_user(alice_key));

@@ -6,6 +6,7 @@
 #include "support/serve_fixture.hpp"
 #include "support/sqlite_file.hpp"
 
+#include "apps/serve/event_position.hpp"
 #include "runtime/store/thread_lease.hpp"
 
 #include <condition_variable>
@@ -307,30 +308,34 @@ TEST_CASE("serve: reconnecting to a turn's events") {
   REQUIRE(f.model->wait_held("hold-re"));
   auto delta = first.client.next_event();
   REQUIRE(delta);
-  CHECK(delta->id == 2);
+  // "partial", 7 bytes after the question (seq 0).
+  CHECK(delta->id == serve::event_id(0, 7));
   const std::string events = "/v1/conversations/" + first.conversation_id + "/events";
 
   SECTION("with ?after= gets the events after that one, then the live ones") {
     first.client.close();
     http_client again = f.client();
-    again.open_stream(events + "?after=1", "", alice, http::verb::get);
+    again.open_stream(events + "?after=0", "", alice, http::verb::get);
+    auto conversation = again.next_event();
+    REQUIRE(conversation);
+    CHECK(conversation->name == "conversation");
     auto e = again.next_event();
     REQUIRE(e);
-    CHECK(e->id == 2);
+    CHECK(e->id == delta->id);
     CHECK(e->data.at("text") == "partial");
     f.model->release("hold-re");
     const auto rest = again.rest_of_stream();
     REQUIRE(rest.size() == 2);
-    CHECK(rest[0].id == 3);
+    CHECK(rest[0].id == serve::event_id(0, 20));
     CHECK(rest[1].name == "message.completed");
   }
   SECTION("with Last-Event-ID does the same") {
     http_client again = f.client();
-    again.open_stream(events, "", as_user(alice_key, {{"Last-Event-ID", "2"}}), http::verb::get);
+    again.open_stream(events, "", as_user(alice_key, {{"Last-Event-ID", std::to_string(delta->id)}}), http::verb::get);
     f.model->release("hold-re");
     const auto rest = again.rest_of_stream();
     REQUIRE(rest.size() == 2);
-    CHECK(rest[0].id == 3);
+    CHECK(rest[0].id == serve::event_id(0, 20));
   }
   SECTION("after the turn replays it") {
     f.model->release("hold-re");
@@ -341,10 +346,85 @@ TEST_CASE("serve: reconnecting to a turn's events") {
     // The turn's two deltas are kept as one, under the last one's id.
     REQUIRE(replay.size() == 3);
     CHECK(replay[0].name == "conversation");
-    CHECK(replay[1].id == 3);
+    CHECK(replay[1].id == serve::event_id(0, 20));
     CHECK(replay[1].data.at("text") == "partialdone: hold-re");
     CHECK(replay[2].data == live.back().data);
   }
+}
+
+// Event ids are places in the thread, so the ids a client saw live are the
+// ones the turn has when told again from the store: after a restart, a
+// Last-Event-ID from the live stream resumes it with nothing twice and
+// nothing missed, though a later turn of the conversation has run since.
+TEST_CASE("serve: a Last-Event-ID from a live stream resumes the turn from the store after a restart") {
+  const std::string db = (std::filesystem::temp_directory_path() / "troupe-serve-resume-test.db").string();
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);
+  const auto alice = as_user(alice_key);
+  std::vector<sse_message> live;
+  std::string conversation;
+  {
+    serve_fixture f("sqlite:" + db);
+    http_client c = f.client();
+    REQUIRE(c.send(http::verb::post, chat("c1"), message_body("helper", "an earlier turn"), alice).status == 200);
+    c.open_stream(chat("c1"), message_body("helper", "calc-words: 2 + 3"), alice);
+    live = c.rest_of_stream();
+    REQUIRE_FALSE(live.empty());
+    conversation = str(live[0].data.at("conversation_id"));
+    // A later turn: the id alone says which turn a reconnect is for.
+    REQUIRE(c.send(http::verb::post, chat("c1"), message_body("helper", "a later turn"), alice).status == 200);
+  }
+  std::vector<std::string> names;
+  for (const auto& e : live) names.push_back(e.name);
+  REQUIRE(names == std::vector<std::string>{"conversation", "tool.started", "tool.finished", "message.delta",
+                                            "message.delta", "message.delta", "message.completed"});
+  CHECK(live[0].id == 0);
+  for (std::size_t i = 2; i < live.size(); ++i) CHECK(live[i].id > live[i - 1].id);
+
+  serve_fixture f("sqlite:" + db);
+  const std::string events = "/v1/conversations/" + conversation + "/events";
+  auto resumed = [&](std::optional<std::uint64_t> last_seen) {
+    http_client c = f.client();
+    header_list h = last_seen ? as_user(alice_key, {{"Last-Event-ID", std::to_string(*last_seen)}}) : alice;
+    const http_reply head = c.open_stream(events, "", h, http::verb::get);
+    REQUIRE(head.status == 200);
+    return c.rest_of_stream();
+  };
+  // What a client that saw the live stream up to event k still needs: the
+  // rest, with the deltas still to come as one (the store keeps the message
+  // whole), under the last one's id, and the usage unknown.
+  for (std::size_t k = 1; k + 1 < live.size(); ++k) {
+    INFO("the last event seen live: " << k << " (" << live[k].name << ")");
+    const auto rest = resumed(live[k].id);
+    std::vector<sse_message> expected;
+    for (std::size_t i = k + 1; i < live.size(); ++i) {
+      if (live[i].name == "message.delta" && !expected.empty() && expected.back().name == "message.delta") {
+        expected.back().id = live[i].id;
+        expected.back().data.as_object()["text"] = str(expected.back().data.at("text")) + str(live[i].data.at("text"));
+      } else {
+        expected.push_back(live[i]);
+      }
+    }
+    REQUIRE(rest.size() == expected.size());
+    for (std::size_t i = 0; i < rest.size(); ++i) {
+      CHECK(rest[i].name == expected[i].name);
+      CHECK(rest[i].id == expected[i].id);
+      if (rest[i].name == "message.completed")
+        CHECK(rest[i].data.at("answer") == expected[i].data.at("answer"));
+      else
+        CHECK(rest[i].data == expected[i].data);
+    }
+  }
+  SECTION("after the last event, nothing follows") { CHECK(resumed(live.back().id).empty()); }
+  SECTION("without a Last-Event-ID, the conversation's last turn, the conversation event first") {
+    const auto all = resumed(std::nullopt);
+    REQUIRE(all.size() == 3);
+    CHECK(all[0].name == "conversation");
+    CHECK(all[0].id == 0);
+    CHECK(all[1].data.at("text") == "echo: a later turn");
+    CHECK(all[2].id > live.back().id);
+  }
+  f.server->drain();
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);
 }
 
 TEST_CASE("serve: a streaming client that goes away") {

@@ -2,6 +2,8 @@
 // with a reader who saw part of a run still getting exactly the rest; and
 // the finished turns the server keeps, bounded by count and by bytes.
 
+#include "apps/serve/event_position.hpp"
+#include "apps/serve/live_event_ids.hpp"
 #include "apps/serve/turn.hpp"
 #include "apps/serve/turn_registry.hpp"
 
@@ -14,15 +16,19 @@ namespace json = boost::json;
 
 namespace {
 
+// A turn on a fresh thread: its question (seq 0), `deltas` deltas of one
+// model call, a tool call (seq 1) that starts, the answer after it (its
+// delta placed after the call, seq 1) and the end (seq 3).
 std::shared_ptr<turn> finished_turn_of(const std::string& request_id, int deltas, std::size_t delta_bytes = 8) {
   auto t = std::make_shared<turn>(turn_ids{request_id, "conv", "thread", "agent", "alice", "hi", "", {}, {}, 0});
-  t->push("conversation", json::object{{"request_id", request_id}});
+  t->push("conversation", json::object{{"request_id", request_id}}, 0);
   for (int i = 0; i < deltas; ++i)
-    t->push("message.delta", json::object{{"text", std::string(delta_bytes - 1, 'a' + i % 26) + "|"}});
-  t->push("tool.started", json::object{{"name", "calculator"}});
-  t->push("message.delta", json::object{{"text", "after the tool"}});
+    t->push("message.delta", json::object{{"text", std::string(delta_bytes - 1, 'a' + i % 26) + "|"}},
+            event_id(0, (i + 1) * delta_bytes));
+  t->push("tool.started", json::object{{"name", "calculator"}}, event_id(1, tool_offset(1, 0)));
+  t->push("message.delta", json::object{{"text", "after the tool"}}, event_id(2, 14));
   t->finish(turn_result{reply{request_id, std::string("done"), {}, 1}, 0, true}, "message.completed",
-            json::object{{"answer", "done"}});
+            json::object{{"answer", "done"}}, event_id(3, 0));
   return t;
 }
 
@@ -46,34 +52,68 @@ std::string text_of(const sse_event& e) { return std::string(json::parse(e.data)
 
 TEST_CASE("a finished turn keeps each run of deltas as one event") {
   auto t = finished_turn_of("r1", 100);
-  // Events: 1 conversation, 2..101 deltas, 102 tool.started, 103 a lone delta, 104 completed.
   std::string whole;
   for (int i = 0; i < 100; ++i) whole += std::string(7, 'a' + i % 26) + "|";
 
   SECTION("a reader from the start gets the run's whole text under its last delta's id") {
     const read_events r = read_after(*t, 0);
     REQUIRE(r.events.size() == 5);
+    CHECK(r.events[0].name == "conversation");
+    CHECK(r.events[0].id == 0);
     CHECK(r.events[1].name == "message.delta");
-    CHECK(r.events[1].id == 101);
+    CHECK(r.events[1].id == event_id(0, 800));
     CHECK(text_of(r.events[1]) == whole);
-    CHECK(r.events[2].id == 102);
+    CHECK(r.events[2].id == event_id(1, tool_offset(1, 0)));
     CHECK(text_of(r.events[3]) == "after the tool");
     CHECK(r.events[4].name == "message.completed");
     CHECK(r.ended);
   }
-  SECTION("a reader who saw part of the run gets exactly the rest of it") {
-    const read_events r = read_after(*t, 41);  // saw the conversation and 40 deltas
+  SECTION("a reader who saw part of the run gets exactly the rest of it, and no conversation event") {
+    const read_events r = read_after(*t, event_id(0, 40 * 8));
     REQUIRE(r.events.size() == 4);
-    CHECK(r.events[0].id == 101);
+    CHECK(r.events[0].id == event_id(0, 800));
     CHECK(text_of(r.events[0]) == whole.substr(40 * 8));
     CHECK(r.ended);
   }
   SECTION("a reader who saw the whole run gets what follows it") {
-    const read_events r = read_after(*t, 101);
+    const read_events r = read_after(*t, event_id(0, 800));
     REQUIRE(r.events.size() == 3);
-    CHECK(r.events[0].id == 102);
+    CHECK(r.events[0].id == event_id(1, tool_offset(1, 0)));
+  }
+  SECTION("a reader from an earlier turn's id gets all of it, the conversation event first") {
+    const read_events r = read_after(*t, 5);
+    REQUIRE(r.events.size() == 5);
+    CHECK(r.events[0].name == "conversation");
   }
   SECTION("what it keeps is a fraction of the events it sent") { CHECK(t->kept_bytes() < 2 * whole.size() + 2'000); }
+}
+
+TEST_CASE("a running turn's tool ends are numbered in the order the model asked for the calls") {
+  live_event_ids ids;
+  const std::uint64_t a = ids.tool_started(4, "a"), b = ids.tool_started(4, "b");
+  CHECK(a == event_id(4, tool_offset(1, 0)));
+  CHECK(b == event_id(4, tool_offset(2, 0)));
+  SECTION("an end that comes before an earlier call's is held for it") {
+    CHECK(ids.tool_finished(4, "b", {{"name", "b"}}).empty());
+    const auto told = ids.tool_finished(4, "a", {{"name", "a"}});
+    REQUIRE(told.size() == 2);
+    CHECK(told[0].data.at("name") == "a");
+    CHECK(told[0].id == event_id(4, tool_offset(2, 1)));
+    CHECK(told[1].data.at("name") == "b");
+    CHECK(told[1].id == event_id(4, tool_offset(2, 2)));
+  }
+  SECTION("what is still held when the turn ends is told then, before the last event") {
+    CHECK(ids.tool_finished(4, "b", {{"name", "b"}}).empty());
+    const auto held = ids.held();
+    REQUIRE(held.size() == 1);
+    CHECK(held[0].id == event_id(4, tool_offset(2, 1)));
+    CHECK(ids.last(7) == event_id(7, 0));
+  }
+  SECTION("the next model call's deltas count their bytes after the batch's results") {
+    CHECK(ids.delta(7, 5) == event_id(7, 5));
+    CHECK(ids.delta(7, 0) == 0);
+    CHECK(ids.delta(7, 3) == event_id(7, 8));
+  }
 }
 
 TEST_CASE("the finished turns kept are bounded by their bytes too") {

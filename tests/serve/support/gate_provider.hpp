@@ -3,7 +3,8 @@
 // blocking any thread: a question starting with "hold" streams "partial"
 // at once and then waits until the test releases it (or the call is
 // cancelled; "hold-firehose" streams 16 MiB first); "calc: EXPR" asks the calculator tool, then answers with its
-// result; anything else is answered at once with "echo: QUESTION".
+// result ("calc-words: EXPR" too, its answer streamed in three deltas); anything else is answered at once with
+// "echo: QUESTION".
 
 #include "runtime/llm/llm_provider.hpp"
 
@@ -31,13 +32,21 @@ class gate_provider final : public llm_provider {
     for (const llm_message& m : request.messages) last = &m;
     const std::string question = last ? last->content : "";
     if (last && last->role == "tool") {
-      answer(cb, request.call_id, "result: " + question);
+      const llm_message* asked = nullptr;
+      for (const llm_message& m : request.messages)
+        if (m.role == "user") asked = &m;
+      if (asked && asked->content.rfind("calc-words: ", 0) == 0)
+        answer_in_pieces(cb, request.call_id, {"result", ": ", question});
+      else
+        answer(cb, request.call_id, "result: " + question);
       return nullptr;
     }
-    if (question.rfind("calc: ", 0) == 0) {
+    if (question.rfind("calc: ", 0) == 0 || question.rfind("calc-words: ", 0) == 0) {
       llm_completion c;
-      c.tool_calls.push_back(
-          {"tc-" + request.call_id, "calculator", {{"expression", question.substr(6)}}, std::nullopt});
+      c.tool_calls.push_back({"tc-" + request.call_id,
+                              "calculator",
+                              {{"expression", question.substr(question.find(": ") + 2)}},
+                              std::nullopt});
       c.usage = token_usage{7, 3, 0};
       cb.on_result({request.call_id, std::move(c)});
       return nullptr;
@@ -115,6 +124,17 @@ class gate_provider final : public llm_provider {
     gate_provider* p_;
     std::shared_ptr<held> h_;
   };
+
+  // Streams `pieces` as deltas, and answers with what they make together.
+  static void answer_in_pieces(llm_callbacks& cb, const std::string& call_id, const std::vector<std::string>& pieces) {
+    llm_completion c;
+    for (const std::string& p : pieces) {
+      cb.on_delta({call_id, p, ""});
+      c.text += p;
+    }
+    c.usage = token_usage{5, 2, 0};
+    cb.on_result({call_id, std::move(c)});
+  }
 
   static void answer(llm_callbacks& cb, const std::string& call_id, const std::string& text) {
     cb.on_delta({call_id, text, ""});
