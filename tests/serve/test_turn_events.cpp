@@ -4,8 +4,10 @@
 
 #include "apps/serve/event_position.hpp"
 #include "apps/serve/live_event_ids.hpp"
+#include "apps/serve/thread_replay.hpp"
 #include "apps/serve/turn.hpp"
 #include "apps/serve/turn_registry.hpp"
+#include "strategy/id_source.hpp"
 
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
@@ -132,4 +134,37 @@ TEST_CASE("the finished turns kept are bounded by their bytes too") {
   CHECK_FALSE(turns.by_request("r0"));
   CHECK_FALSE(turns.by_request("r1"));
   CHECK(turns.by_request("r4"));
+}
+
+// A turn told from its entries numbers its events as they were numbered
+// live: a tool call the agent refused without running (an unknown tool) had
+// no events, so it has none here and the others' ids are unchanged.
+TEST_CASE("a turn told from the store has its live ids, and no events for a call no tool ran") {
+  thread t("th");
+  sequential_ids ids;
+  for (int i = 0; i < 10; ++i)
+    t.append(entry_draft(message_payload{"user", "earlier", {}, {}, {}}, entry_refs::of("old", 1)), 1, ids);
+  t.append({entry_draft(message_payload{"user", "q", {}, {}, {}}, entry_refs::of("r", 1)),
+            entry_draft(tool_call_payload::of("nope", {}, std::nullopt), entry_refs::of("r", 1, "c1", "tc1")),
+            entry_draft(tool_call_payload::of("calculator", {}, std::nullopt), entry_refs::of("r", 1, "c1", "tc2")),
+            entry_draft(tool_result_payload::of(
+                            "nope", error_info::of(error_type::unknown_tool, "there is no tool named \"nope\"")),
+                        entry_refs::of("r", 1, "c1", "tc1")),
+            entry_draft(tool_result_payload::of("calculator", json::value(5)), entry_refs::of("r", 1, "c1", "tc2")),
+            entry_draft(message_payload{"assistant", "answer", {}, {}, {}}, entry_refs::of("r", 2, "c2"))},
+           2, ids);
+  std::vector<entry> of_r;
+  for (const entry* e : t.with_ref("request_id", json::value("r"))) of_r.push_back(*e);
+  const auto r = replay_turn(of_r, turn_ids{"r", "conv", "th", "agent", "alice", "", "", {}, {}, 0});
+  REQUIRE(r);
+  REQUIRE(r->result);
+  std::vector<std::pair<std::string, std::uint64_t>> told;
+  for (const sse_event& e : r->events) told.emplace_back(e.name, e.id);
+  // The question is seq 10; the calls 11 and 12, their results 13 and 14, the answer 15.
+  CHECK(told == std::vector<std::pair<std::string, std::uint64_t>>{{"conversation", 0},
+                                                                   {"tool.started", event_id(12, tool_offset(1, 0))},
+                                                                   {"tool.finished", event_id(12, tool_offset(1, 1))},
+                                                                   {"message.delta", event_id(14, 6)},
+                                                                   {"message.completed", event_id(15, 0)}});
+  CHECK(json::parse(r->events[1].data).at("tool_call_id") == "tc2");
 }
