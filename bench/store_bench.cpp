@@ -1,6 +1,6 @@
 // What the thread stores cost: commit latency (p50, p99) and throughput
 // with 1 and with 100 concurrent writers, the time to load a
-// 100,000-entry thread, bytes on disk per entry at 1,000 and 100,000
+// 100,000-entry thread and to read one request's entries of it, bytes on disk per entry at 1,000 and 100,000
 // turns, and the CPU one commit costs (the PostgreSQL server's apart) when
 // 10,000 threads commit at once (--only-many 1 runs that part alone).
 // SQLite always; PostgreSQL when TROUPE_TEST_POSTGRES names a
@@ -9,7 +9,7 @@
 // group commit shares one fsync among many commits.
 //
 //   store_bench [--repeat 3] [--commits 400] [--load-entries 100000] [--turns 100000] [--pg-pool 16]
-//               [--many-threads 10000] [--rounds 10] [--only-many 1]
+//               [--many-threads 10000] [--rounds 10] [--only-many 1] [--without-request-index 1]
 //
 // A commit is one step's entries: two entries (a user message and an
 // assistant message of realistic length). A turn, for the size figures, is
@@ -278,9 +278,15 @@ void run_many(int repeat, int threads, int rounds, bool postgres, std::size_t pg
     run_many_threads<postgres_backend>("postgres", repeat, threads, rounds, postgres_options{.pool_size = pg_pool});
 }
 
-// Milliseconds to load a thread of `entries` entries (median of `repeat`).
+// Milliseconds to load a thread of `entries` entries, and to read one
+// request's entries of it (medians of `repeat`).
+struct load_figures {
+  double load_ms = 0;     // the whole thread
+  double request_ms = 0;  // one request's entries (request_entries), from the thread's middle
+};
+
 template <class Backend>
-double measure_load(Backend& backend, std::size_t entries, int repeat) {
+load_figures measure_load(Backend& backend, std::size_t entries, int repeat) {
   thread_store& store = backend.threads();
   sequential_ids ids;
   thread t("long", 1);
@@ -292,14 +298,39 @@ double measure_load(Backend& backend, std::size_t entries, int repeat) {
     t.append(std::move(chunk), static_cast<std::int64_t>(done), ids);
     if (!store.append(t, rev)) std::abort();
   }
-  std::vector<double> ms;
+  std::vector<double> ms, request_ms;
+  const std::string middle = "req_" + std::to_string(entries / 2);
   for (int r = 0; r < repeat; ++r) {
-    const auto started = std::chrono::steady_clock::now();
+    auto started = std::chrono::steady_clock::now();
     auto loaded = store.load("long");
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
     if (!loaded || loaded->size() != entries) std::abort();
+    started = std::chrono::steady_clock::now();
+    auto one = store.request_entries("long", middle);
+    request_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
+    if (!one || one->size() != 1) std::abort();
   }
-  return bench::median(ms);
+  return {bench::median(ms), bench::median(request_ms)};
+}
+
+// --without-request-index 1: the store without the index request_entries
+// reads by, as before it, to measure what the index costs commits.
+bool without_request_index = false;
+
+void drop_request_index(memory_backend&) {}
+void drop_request_index(sqlite_backend& b) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open(b.path.c_str(), &db) != SQLITE_OK ||
+      sqlite3_exec(db, "DROP INDEX entries_by_request", nullptr, nullptr, nullptr) != SQLITE_OK)
+    std::abort();
+  sqlite3_close(db);
+}
+void drop_request_index(postgres_backend& b) {
+  b.sql([](PGconn* c) {
+    PGresult* r = PQexec(c, "DROP INDEX entries_by_request");
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) std::abort();
+    PQclear(r);
+  });
 }
 
 // Writes `turns` turns (committed 100 turns at a time) and returns the
@@ -369,6 +400,7 @@ void run_store(const char* name, int repeat, int commits, std::size_t load_entri
     std::vector<commit_figures> runs;
     for (int r = 0; r < repeat; ++r) {
       Backend backend(args...);
+      if (without_request_index) drop_request_index(backend);
       // Fewer commits each with 100 writers: the same order of total work.
       runs.push_back(measure_commits(backend, writers, writers == 1 ? commits : std::max(10, commits / 10)));
     }
@@ -381,8 +413,10 @@ void run_store(const char* name, int repeat, int commits, std::size_t load_entri
   }
   if (load_entries == 0) return;
   Backend backend(args...);
-  std::printf("%-12s load a %zu-entry thread: %.1f ms (median of %d)\n", name, load_entries,
-              measure_load(backend, load_entries, repeat), repeat);
+  if (without_request_index) drop_request_index(backend);
+  const load_figures f = measure_load(backend, load_entries, repeat);
+  std::printf("%-12s load a %zu-entry thread: %.1f ms; read one request of it: %.3f ms (medians of %d)\n", name,
+              load_entries, f.load_ms, f.request_ms, repeat);
   std::fflush(stdout);
 }
 
@@ -392,6 +426,7 @@ int main(int argc, char** argv) {
   const int repeat = static_cast<int>(bench::flag(argc, argv, "--repeat", 3));
   const int commits = static_cast<int>(bench::flag(argc, argv, "--commits", 400));
   const std::size_t load_entries = bench::flag(argc, argv, "--load-entries", 100000);
+  without_request_index = bench::flag(argc, argv, "--without-request-index", 0) != 0;
   const int turns = static_cast<int>(bench::flag(argc, argv, "--turns", 100000));
   const std::size_t pg_pool = bench::flag(argc, argv, "--pg-pool", 16);
   const int many = static_cast<int>(bench::flag(argc, argv, "--many-threads", 10000));
