@@ -4,6 +4,8 @@
 #include "support/http_test_server.hpp"
 #include "support/otlp_receiver.hpp"
 
+#include "support/troupe_command.hpp"
+
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
 
@@ -26,23 +28,6 @@ using namespace troupe::testing;
 namespace json = boost::json;
 
 namespace {
-
-struct run_result {
-  int exit_code;
-  std::string out;
-};
-
-// Runs troupe with the arguments (a shell fragment); stderr joins stdout when asked.
-run_result run_troupe(const std::string& args, bool with_stderr = false) {
-  const std::string command = std::string(TROUPE_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  std::FILE* p = ::popen(command.c_str(), "r");
-  REQUIRE(p);
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
 
 struct key_in_env {
   key_in_env() { ::setenv("TROUPE_TEST_KEY", "sk-cli-secret", 1); }

@@ -1,6 +1,8 @@
 // troupe simulate --scenario, as a user runs it: the example scenarios, the
 // estimate, and the errors a scenario file or the flags can give.
 
+#include "support/troupe_command.hpp"
+
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
 
@@ -12,24 +14,10 @@
 #include <string>
 
 namespace json = boost::json;
+using troupe::testing::run_result;
+using troupe::testing::run_troupe;
 
 namespace {
-
-struct run_result {
-  int exit_code;
-  std::string out;
-};
-
-run_result run_troupe(const std::string& args) {
-  const std::string command = std::string(TROUPE_BINARY) + " " + args + " 2>&1";
-  std::FILE* p = ::popen(command.c_str(), "r");
-  REQUIRE(p);
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
 
 std::string example(const std::string& name) { return std::string(TROUPE_EXAMPLES_DIR) + "/scenarios/" + name; }
 
@@ -67,7 +55,7 @@ TEST_CASE("simulate --scenario --estimate prints what a run will take and runs n
 TEST_CASE("simulate --scenario refuses what it cannot run, saying why") {
   SECTION("a misspelt key, by its name and line") {
     temp_file f("troupe-typo.toml", "name = \"x\"\n[[population]]\nname = \"a\"\ncont = 3\n");
-    const run_result r = run_troupe("simulate --scenario " + f.path.string());
+    const run_result r = run_troupe("simulate --scenario " + f.path.string(), true);
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.out, Catch::Contains("cont (line 4) is not a known field") && Catch::Contains(":4)"));
   }
@@ -75,24 +63,24 @@ TEST_CASE("simulate --scenario refuses what it cannot run, saying why") {
     temp_file f("troupe-world.toml",
                 "name = \"x\"\n[world]\nkind = \"mars\"\n[[population]]\nname = \"a\"\ncount = 2\n"
                 "actions = [\"walk\"]\n");
-    const run_result r = run_troupe("simulate --scenario " + f.path.string());
+    const run_result r = run_troupe("simulate --scenario " + f.path.string(), true);
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.out, Catch::Contains("mars"));
   }
   SECTION("a group that names a model when the run has none") {
     temp_file f("troupe-model.toml",
                 "name = \"x\"\n[[population]]\nname = \"a\"\ncount = 2\nmodel = \"gpt-4o-mini\"\n");
-    const run_result r = run_troupe("simulate --scenario " + f.path.string());
+    const run_result r = run_troupe("simulate --scenario " + f.path.string(), true);
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.out, Catch::Contains("gpt-4o-mini"));
   }
   SECTION("--resume without a durable store") {
-    const run_result r = run_troupe("simulate --scenario " + example("social.toml") + " --resume");
+    const run_result r = run_troupe("simulate --scenario " + example("social.toml") + " --resume", true);
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.out, Catch::Contains("durable store"));
   }
   SECTION("neither a scenario nor a load run") {
-    const run_result r = run_troupe("simulate");
+    const run_result r = run_troupe("simulate", true);
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.out, Catch::Contains("--scenario"));
   }
