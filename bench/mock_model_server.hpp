@@ -1,6 +1,8 @@
 #pragma once
 // An OpenAI-compatible chat-completions server on 127.0.0.1 for benchmarks:
-// every request gets the same short stream after a fixed delay. One thread
+// every request gets a short stream after a fixed delay: the same one, or
+// the one a function picks from the request's body (for a model that must
+// call a tool first and answer once its result is in). One thread
 // serves every connection, and the delay is a timer, not a sleeping thread
 // (tests/support/http_test_server.hpp starts a thread a connection and
 // closes each after one answer, which would be what a benchmark measures);
@@ -13,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -26,10 +29,16 @@ inline const char* short_answer =
 
 class mock_model_server {
  public:
+  // The answer for a request's body; the string must outlive the server.
+  using answer_function = std::function<const std::string&(const std::string& body)>;
+
   explicit mock_model_server(std::chrono::microseconds latency, std::string answer = short_answer)
       : latency_(latency), answer_(std::move(answer)) {
-    accept();
-    thread_ = std::thread([this] { io_.run(); });
+    start();
+  }
+  mock_model_server(std::chrono::microseconds latency, answer_function pick)
+      : latency_(latency), pick_(std::move(pick)) {
+    start();
   }
   ~mock_model_server() {
     io_.stop();
@@ -72,7 +81,7 @@ class mock_model_server {
       response.version(request.version());
       response.set(boost::beast::http::field::content_type, "text/event-stream");
       response.keep_alive(request.keep_alive());
-      response.body() = server.answer_;
+      response.body() = server.pick_ ? server.pick_(request.body()) : server.answer_;
       response.prepare_payload();
       boost::beast::http::async_write(stream, response,
                                       [self = shared_from_this()](boost::beast::error_code ec, std::size_t) {
@@ -81,6 +90,11 @@ class mock_model_server {
                                       });
     }
   };
+
+  void start() {
+    accept();
+    thread_ = std::thread([this] { io_.run(); });
+  }
 
   void accept() {
     acceptor_.async_accept([this](boost::beast::error_code ec, tcp::socket socket) {
@@ -94,6 +108,7 @@ class mock_model_server {
 
   std::chrono::microseconds latency_;
   std::string answer_;
+  answer_function pick_;
   std::atomic<std::uint64_t> requests_{0};
   boost::asio::io_context io_;
   tcp::acceptor acceptor_{io_, tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0)};

@@ -16,12 +16,15 @@
 #   serve_bench         troupe serve: 1,000 SSE conversations of 10 turns, the overhead per turn at low
 #                       load (--soak-seconds N adds a memory soak)
 #   world_bench         the social world's cost per round (check, apply, observe) at 10k, 100k and 1M agents
+#   simulation_bench    scenario runs (scripted, every agent every round) at 10k and 100k agents: activations/s,
+#                       CPU and RSS per activation; then 10k agents against a 5 ms mock model server next to a
+#                       plain load client (--million adds 1M agents: ~15 minutes, up to ~14 GB)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh postgresql
 bash scripts/build.sh --target thread_bench --target runtime_bench --target agent_memory_bench --target stream_bench --target concurrent_streams \
   --target load_bench --target endpoint_pool_bench --target store_bench --target durable_bench --target serve_bench \
-  --target world_bench
+  --target world_bench --target simulation_bench
 build="${TROUPE_BUILD_DIR:-build}"
 gbench=(--benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
 "$build/bench/thread_bench" "${gbench[@]}"
@@ -31,6 +34,8 @@ gbench=(--benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
 "$build/bench/concurrent_streams" --streams 1000
 "$build/bench/load_bench" --repeat 3
 "$build/bench/world_bench" --repeat 3
+"$build/bench/simulation_bench" --repeat 3
+"$build/bench/simulation_bench" --mock --repeat 3
 "$build/bench/endpoint_pool_bench" --repeat 3
 bash scripts/with-postgres.sh "$build/bench/store_bench" --repeat 3
 bash scripts/with-postgres.sh "$build/bench/durable_bench" --repeat 3
