@@ -218,7 +218,7 @@ class scenario_run {
     std::vector<world_action> actions;  // accepted this round, in order
     std::vector<json::object> refusals;
     std::uint32_t attempted = 0;  // actions tried this round: the next one's seq
-    json::object observation;
+    json::object observation;     // while the activation runs, for the scripted policy
     std::optional<reply> outcome;
     std::optional<request> running;
     double latency_ms = 0;
@@ -230,6 +230,10 @@ class scenario_run {
   }
 
   bool stopping() const { return options_.stop && options_.stop->load(); }
+
+  // Whether the events reach anything: the event log's file, or the bytes
+  // it counts for the store's record of a step.
+  bool recording() const { return !options_.event_log.empty() || options_.store; }
 
   std::unique_ptr<world> make_world() {
     if (auto f = options_.worlds.find(s_.world.kind); f != options_.worlds.end()) {
@@ -496,10 +500,18 @@ class scenario_run {
     latencies.reserve(active.size());
     for (std::uint32_t i : active) {
       slot& sl = slots_[i];
-      json::object event{
-          {"event", "activation"}, {"round", round}, {"agent", ids_[i]}, {"observation", std::move(sl.observation)}};
-      sl.observation = {};
-      add_outcome(event, *sl.outcome);
+      if (recording()) {
+        // The world is as the round found it until apply: observing again
+        // gives what the agent was shown, without holding every agent's
+        // observation through the round.
+        json::object event{{"event", "activation"},
+                           {"round", round},
+                           {"agent", ids_[i]},
+                           {"observation", world_->observe(i, round).data}};
+        add_outcome(event, *sl.outcome);
+        log_.write(event);
+        for (auto& refusal : sl.refusals) log_.write(refusal);
+      }
       const population_group& g = s_.groups[population_[i].group];
       summary.input_tokens += sl.outcome->usage.input_tokens;
       summary.output_tokens += sl.outcome->usage.output_tokens;
@@ -509,8 +521,6 @@ class scenario_run {
         ++report_.errors_by_type[std::get<error_info>(sl.outcome->outcome).type];
       }
       latencies.push_back(sl.latency_ms);
-      log_.write(event);
-      for (auto& refusal : sl.refusals) log_.write(refusal);
       summary.refused += sl.refusals.size();
       for (auto& a : sl.actions) actions.push_back(std::move(a));
       sl = slot{};
@@ -521,7 +531,7 @@ class scenario_run {
     std::stable_sort(actions.begin(), actions.end(),
                      [](const world_action& a, const world_action& b) { return a.key < b.key; });
     for (const auto& a : actions) {
-      log_.write(action_json(a, ids_));
+      if (recording()) log_.write(action_json(a, ids_));
       ++summary.actions[a.name];
     }
     world_->apply(round, active, actions);
@@ -544,10 +554,14 @@ class scenario_run {
     end["world"] = summary.world;
     log_.write(end);
 
+    // The round as the store keeps it (a resumed run applies it again);
+    // without a store nothing reads it.
     json::array applied;
-    for (const auto& a : actions) applied.push_back(action_json(a, ids_));
     json::array woke;
-    for (auto i : active) woke.push_back(i);
+    if (options_.store) {
+      for (const auto& a : actions) applied.push_back(action_json(a, ids_));
+      for (auto i : active) woke.push_back(i);
+    }
     commit_step("world_round", json::object{{"step", step + 1},
                                             {"round", round},
                                             {"round_in_step", round_in_step},
@@ -598,6 +612,7 @@ class scenario_run {
         progress_.cost_microdollars += static_cast<std::int64_t>(cost_of(s_.groups[group], r.usage) * 1e6);
         std::lock_guard lock(m);
         sl.outcome = r;
+        sl.observation = {};  // the scripted policy has read it
         --in_flight;
         cv.notify_all();
       };
