@@ -1,11 +1,15 @@
 #pragma once
 // The storage behind a thread: an append-only sequence whose elements never
-// move once written. Elements live in segments of doubling size (4, 8, 16, …)
-// addressed through a table whose entries are written once, so
+// move once written. Elements live in segments that double in size every
+// second segment (4, 4, 8, 8, 16, 16, …), addressed through a table whose
+// entries are written once, so
 //   - appending is O(1) and never copies earlier elements;
 //   - a reader that knows the size it saw can keep reading elements below it
 //     while the owner appends more: those elements and their segment pointers
-//     are never written again.
+//     are never written again;
+//   - at most about 40% of the slots stand empty (doubling every segment
+//     would leave up to half: a million agents' threads of 20 entries each
+//     would hold 28 slots instead of 24).
 //
 // Small logs are the common case (a million agents hold a few entries each):
 // the first segment is small and only the first segments' pointers live in
@@ -33,8 +37,8 @@ class append_log {
 
  public:
   static constexpr std::size_t first_segment_size = 4;
-  static constexpr std::size_t max_segments = 48;    // 4 × (2^48 − 1) elements
-  static constexpr std::size_t inline_segments = 6;  // 252 elements before the table is allocated
+  static constexpr std::size_t max_segments = 80;    // 8 × (2^40 − 1) elements
+  static constexpr std::size_t inline_segments = 8;  // 120 elements before the table is allocated
 
   append_log() = default;
   append_log(const append_log&) = delete;
@@ -44,6 +48,13 @@ class append_log {
     for (std::size_t i = 0; i < constructed_; ++i) std::destroy_at(&slot(i));
     std::allocator<T> alloc;
     for (std::size_t s = 0; s < max_segments && segment(s); ++s) alloc.deallocate(segment(s), segment_capacity(s));
+  }
+
+  // Slots allocated, filled or not (the owner's view: for figures and tests).
+  std::size_t capacity() const {
+    std::size_t n = 0;
+    for (std::size_t s = 0; s < max_segments && segment(s); ++s) n += segment_capacity(s);
+    return n;
   }
 
   // Only elements below a size the caller has observed may be read.
@@ -68,12 +79,17 @@ class append_log {
   }
 
  private:
-  static std::size_t segment_capacity(std::size_t s) { return first_segment_size << s; }
+  static std::size_t segment_capacity(std::size_t s) { return first_segment_size << (s / 2); }
 
-  // Segment s starts at index first_segment_size × (2^s − 1).
+  // Segments 2k and 2k + 1 hold first_segment_size × 2^k elements each, so
+  // segment 2k starts at index 2 × first_segment_size × (2^k − 1).
   static std::pair<std::size_t, std::size_t> locate(std::size_t i) {
-    const std::size_t s = std::bit_width(i / first_segment_size + 1) - 1;
-    return {s, i - first_segment_size * ((std::size_t{1} << s) - 1)};
+    constexpr std::size_t pair = 2 * first_segment_size;
+    const std::size_t k = std::bit_width(i / pair + 1) - 1;
+    const std::size_t offset = i - pair * ((std::size_t{1} << k) - 1);
+    const std::size_t half = first_segment_size << k;
+    if (offset < half) return {2 * k, offset};
+    return {2 * k + 1, offset - half};
   }
 
   // Segment s, or null if it is not allocated yet.
