@@ -662,6 +662,7 @@ class agent_logic {
                          std::make_shared<const llm_stream>(llm_stream{
                              x.call_id, x.model, std::move(x.messages), nullptr, x.params, x.request_id, 0, {}}));
                    },
+                   [&](awaiting_input&) {}, [&](decision_answer&) {},
                    [&](cancel_call& x) {
                      if (x.tool_call_id.empty()) {
                        cancel_model_call(x.call_id);

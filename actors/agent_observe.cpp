@@ -39,7 +39,9 @@ std::optional<observation> observe(const react_state& state, const signal& s, bo
                                std::nullopt};
           },
           [&](const tool_result& r) -> std::optional<observation> {
-            if (state.status != react_status::awaiting_tools || r.call_id != state.call_id) return std::nullopt;
+            if ((state.status != react_status::awaiting_tools && state.status != react_status::awaiting_input) ||
+                r.call_id != state.call_id)
+              return std::nullopt;
             observation seen{r.ok() ? telemetry_kind::tool_completed : telemetry_kind::tool_error,
                              r.call_id,
                              r.tool_call_id,
@@ -54,7 +56,9 @@ std::optional<observation> observe(const react_state& state, const signal& s, bo
           // A query's start and a cancel's end are reported where the
           // request starts and finishes, with the caller's timing.
           [](const query&) -> std::optional<observation> { return std::nullopt; },
-          [](const cancel&) -> std::optional<observation> { return std::nullopt; }},
+          [](const cancel&) -> std::optional<observation> { return std::nullopt; },
+          [](const decision&) -> std::optional<observation> { return std::nullopt; },
+          [](const approval_tick&) -> std::optional<observation> { return std::nullopt; }},
       s);
 }
 

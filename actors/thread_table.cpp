@@ -1,5 +1,6 @@
 #include "actors/thread_table.hpp"
 
+#include "strategy/approvals.hpp"
 #include "strategy/recovery.hpp"
 
 namespace troupe {
@@ -20,7 +21,9 @@ react_thread recovered(thread_store& store, thread t, id_source& ids, std::int64
     if (fence ? store.append_fenced(repaired, t.rev(), *fence) : store.append(repaired, t.rev()))
       t = std::move(repaired);
   }
-  return react_thread(std::move(t));
+  // A request paused for approval stays paused: a decision continues it.
+  std::optional<react_state> paused = paused_request(t);
+  return react_thread(std::move(t), paused ? std::move(*paused) : react_state{});
 }
 
 }  // namespace troupe

@@ -50,7 +50,8 @@ json::array messages_json(const message_list& messages) {
 }
 
 constexpr std::array<std::string_view, std::variant_size_v<directive>> type_names{
-    "llm_stream", "tool_exec", "reply", "request_error", "cancel_call", "summarize"};
+    "llm_stream",  "tool_exec", "reply",          "request_error",
+    "cancel_call", "summarize", "awaiting_input", "decision_answer"};
 
 void put_fields(json::object& o, const llm_stream& d) {
   o["call_id"] = d.call_id;
@@ -104,6 +105,27 @@ void put_fields(json::object& o, const summarize& d) {
 void put_fields(json::object& o, const cancel_call& d) {
   o["call_id"] = d.call_id;
   if (!d.tool_call_id.empty()) o["tool_call_id"] = d.tool_call_id;
+}
+
+void put_fields(json::object& o, const awaiting_input& d) {
+  o["request_id"] = d.request_id;
+  json::array pending;
+  for (const open_approval& a : d.pending)
+    pending.push_back(json::object{{"tool_call_id", a.tool_call_id},
+                                   {"tool", a.tool},
+                                   {"arguments", a.arguments},
+                                   {"reason", a.reason},
+                                   {"expires_at", a.expires_at}});
+  o["pending"] = std::move(pending);
+  o["usage"] = to_json(d.usage);
+  o["iterations"] = d.iterations;
+}
+
+void put_fields(json::object& o, const decision_answer& d) {
+  o["request_id"] = d.request_id;
+  o["tool_call_id"] = d.tool_call_id;
+  if (!d.idempotency_key.empty()) o["idempotency_key"] = d.idempotency_key;
+  if (d.error) o["error"] = to_json(*d.error);
 }
 
 }  // namespace

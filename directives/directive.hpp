@@ -2,7 +2,9 @@
 // The closed set of effects the strategy asks for. The agent executes none of
 // them itself: it hands them to its supervisor.
 
+#include "directives/awaiting_input.hpp"
 #include "directives/cancel_call.hpp"
+#include "directives/decision_answer.hpp"
 #include "directives/llm_stream.hpp"
 #include "directives/reply.hpp"
 #include "directives/request_error.hpp"
@@ -16,7 +18,8 @@
 
 namespace troupe {
 
-using directive = std::variant<llm_stream, tool_exec, reply, request_error, cancel_call, summarize>;
+using directive =
+    std::variant<llm_stream, tool_exec, reply, request_error, cancel_call, summarize, awaiting_input, decision_answer>;
 
 // "llm_stream", "tool_exec", …
 std::string_view directive_type(const directive& d);

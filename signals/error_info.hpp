@@ -29,6 +29,12 @@ inline constexpr const char* interrupted = "interrupted";
 inline constexpr const char* timeout = "timeout";
 inline constexpr const char* tool_failed = "tool_failed";
 inline constexpr const char* overloaded = "overloaded";  // also a model error
+// approvals: a call a person rejected, or that its rule denied outright; a
+// decision too late, or for a call decided already
+inline constexpr const char* rejected = "rejected";
+inline constexpr const char* denied = "denied";
+inline constexpr const char* expired = "expired";
+inline constexpr const char* already_decided = "already_decided";
 // the runtime
 inline constexpr const char* shutdown = "shutdown";
 inline constexpr const char* queue_full = "queue_full";

@@ -15,7 +15,10 @@ namespace {
 
 // Indexed like the alternatives of `signal`.
 constexpr std::array<std::string_view, std::variant_size_v<signal>> type_names{
-    "troupe.agent.query", "troupe.llm.delta", "troupe.llm.result", "troupe.tool.result", "troupe.agent.cancel"};
+    "troupe.agent.query",  "troupe.llm.delta",      "troupe.llm.result",         "troupe.tool.result",
+    "troupe.agent.cancel", "troupe.agent.decision", "troupe.agent.approval_tick"};
+
+constexpr std::array<std::string_view, 3> verdict_names{"approve", "reject", "edit"};
 
 json::value data_of(const query& q) {
   json::object o{{"request_id", q.request_id}, {"thread_id", q.thread_id}, {"text", q.text}};
@@ -60,6 +63,17 @@ json::value data_of(const cancel& c) {
   if (!c.error_type.empty()) o["error_type"] = c.error_type;
   return o;
 }
+
+json::value data_of(const decision& d) {
+  json::object o{{"request_id", d.request_id}, {"tool_call_id", d.tool_call_id}, {"verdict", to_string(d.answer)}};
+  if (!d.message.empty()) o["message"] = d.message;
+  if (d.answer == verdict::edit) o["arguments"] = d.arguments;
+  if (!d.decided_by.empty()) o["decided_by"] = d.decided_by;
+  if (!d.idempotency_key.empty()) o["idempotency_key"] = d.idempotency_key;
+  return o;
+}
+
+json::value data_of(const approval_tick& t) { return json::object{{"request_id", t.request_id}}; }
 
 // Required identifiers must be non-empty as well as present.
 std::string required_id(json_reader& r, std::string_view key) {
@@ -158,7 +172,41 @@ decoded<signal> decode_cancel(json_reader& r) {
   return signal{std::move(c)};
 }
 
+decoded<signal> decode_decision(json_reader& r) {
+  decision d;
+  d.request_id = required_id(r, "request_id");
+  d.tool_call_id = required_id(r, "tool_call_id");
+  const std::string v = r.string("verdict");
+  d.message = r.optional_string("message").value_or("");
+  const std::optional<json::object> arguments = r.optional_object("arguments");
+  d.decided_by = r.optional_string("decided_by").value_or("");
+  d.idempotency_key = r.optional_string("idempotency_key").value_or("");
+  if (!r.ok()) return r.error();
+  const auto parsed = parse_verdict(v);
+  if (!parsed) return decode_error{r.field_path("verdict"), "must be approve, reject or edit, not \"" + v + "\""};
+  d.answer = *parsed;
+  if (d.answer == verdict::edit && !arguments)
+    return decode_error{r.field_path("arguments"), "an edit needs the arguments to run with"};
+  if (arguments) d.arguments = *arguments;
+  return signal{std::move(d)};
+}
+
+decoded<signal> decode_approval_tick(json_reader& r) {
+  approval_tick t;
+  t.request_id = required_id(r, "request_id");
+  if (!r.ok()) return r.error();
+  return signal{std::move(t)};
+}
+
 }  // namespace
+
+std::string_view to_string(verdict v) { return verdict_names[static_cast<std::size_t>(v)]; }
+
+std::optional<verdict> parse_verdict(std::string_view s) {
+  for (std::size_t i = 0; i < verdict_names.size(); ++i)
+    if (verdict_names[i] == s) return static_cast<verdict>(i);
+  return std::nullopt;
+}
 
 std::string_view signal_type(const signal& s) { return type_names[s.index()]; }
 
@@ -168,8 +216,9 @@ json::value signal_data(const signal& s) {
 
 decoded<signal> decode_signal(std::string_view type, const json::value& data, std::string path) {
   using decoder = decoded<signal> (*)(json_reader&);
-  constexpr std::array<decoder, std::variant_size_v<signal>> decoders{decode_query, decode_delta, decode_llm_result,
-                                                                      decode_tool_result, decode_cancel};
+  constexpr std::array<decoder, std::variant_size_v<signal>> decoders{
+      decode_query,  decode_delta,    decode_llm_result,   decode_tool_result,
+      decode_cancel, decode_decision, decode_approval_tick};
   for (std::size_t i = 0; i < type_names.size(); ++i) {
     if (type_names[i] != type) continue;
     json_reader r(data, std::move(path));
@@ -234,6 +283,11 @@ bool repair_utf8(signal& s) {
                         [](cancel& c) {
                           return repair_each({&c.reason, &c.error_type});
                         },
+                        [](decision& d) {
+                          bool repaired = repair_each({&d.message, &d.decided_by});
+                          return repair_utf8(d.arguments) || repaired;
+                        },
+                        [](approval_tick&) { return false; },
                     },
                     s);
 }

@@ -3,6 +3,7 @@
 // struct here and a new arm in every visitor: the compiler finds them all.
 
 #include "signals/cancel.hpp"
+#include "signals/decision.hpp"
 #include "signals/decode_error.hpp"
 #include "signals/llm_delta.hpp"
 #include "signals/llm_result.hpp"
@@ -16,7 +17,7 @@
 
 namespace troupe {
 
-using signal = std::variant<query, llm_delta, llm_result, tool_result, cancel>;
+using signal = std::variant<query, llm_delta, llm_result, tool_result, cancel, decision, approval_tick>;
 
 // Dotted CloudEvents type names: "troupe.agent.query", "troupe.llm.delta", …
 std::string_view signal_type(const signal& s);

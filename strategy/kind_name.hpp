@@ -20,6 +20,12 @@ inline constexpr std::string_view summary = "summary";
 inline constexpr std::string_view note = "note";
 inline constexpr std::string_view error = "error";
 inline constexpr std::string_view checkpoint = "checkpoint";
+// A tool call waiting for a person, and the person's (or the deadline's) answer:
+//   approval_request  {tool, arguments, reason, expires_at}          refs.tool_call_id
+//   decision          {verdict, decided_by, message?, arguments?, idempotency_key?, expired?}
+// Rare beside the others, they are not interned.
+inline constexpr std::string_view approval_request = "approval_request";
+inline constexpr std::string_view decision = "decision";
 inline constexpr std::array<std::string_view, 7> known = {message, tool_call, tool_result, summary,
                                                           note,    error,     checkpoint};
 }  // namespace entry_kind

@@ -4,6 +4,7 @@
 
 #include "directives/tool_spec.hpp"
 #include "signals/generation_params.hpp"
+#include "strategy/approval_rule.hpp"
 #include "strategy/context_policy.hpp"
 
 #include <cstdint>
@@ -23,7 +24,8 @@ struct react_config {
   // this one: the runtime's agents share configs and leave it empty.
   std::string system_prompt;
   std::string model;
-  tool_set tools;  // null or empty: the model is offered no tools
+  tool_set tools;            // null or empty: the model is offered no tools
+  approval_rules approvals;  // null, or a tool without a rule: its calls run without asking
   int max_iterations = 10;
   generation_params params;
   std::int64_t tool_timeout_ms = 30'000;

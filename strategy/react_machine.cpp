@@ -2,10 +2,12 @@
 
 #include "signals/json_text.hpp"
 #include "signals/overloaded.hpp"
+#include "strategy/approvals.hpp"
 #include "strategy/projection.hpp"
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 
 namespace troupe {
 
@@ -76,7 +78,7 @@ class stepper {
   }
 
   void on(const tool_result& r) {
-    if (state_.status != react_status::awaiting_tools || r.call_id != state_.call_id) return;
+    if (!awaiting_calls() || r.call_id != state_.call_id) return;
     auto pending = std::find_if(state_.tool_calls.begin(), state_.tool_calls.end(),
                                 [&](const pending_tool_call& p) { return p.call.id == r.tool_call_id && !p.outcome; });
     if (pending == state_.tool_calls.end()) return;  // unknown, or already answered
@@ -92,6 +94,11 @@ class stepper {
       // The model call is over; its tools are what still runs.
       for (pending_tool_call& p : state_.tool_calls) {
         if (p.outcome) continue;
+        if (p.awaiting_until) {  // it never started: nothing to stop
+          p.awaiting_until = 0;
+          p.outcome = error_info::of(error_type::cancelled, "the request was cancelled before the call was decided");
+          continue;
+        }
         directives_.push_back(cancel_call{state_.call_id, p.call.id});
         p.outcome = error_info::of(error_type::interrupted, "the request was cancelled before the tool finished");
       }
@@ -122,6 +129,7 @@ class stepper {
   void dispatch_tools(const std::vector<tool_call>& calls) {
     state_.status = react_status::awaiting_tools;
     state_.tool_calls.clear();
+    awaiting_input pause;
     for (const tool_call& requested : calls) {
       pending_tool_call p{requested, std::nullopt};
       // Results are matched by id, so every call of the turn needs its own.
@@ -138,18 +146,146 @@ class stepper {
         p.outcome =
             error_info::of(error_type::invalid_arguments, std::string(not_an_object) + *p.call.invalid_arguments);
       } else {
-        directives_.push_back(tool_exec{state_.call_id, p.call.id, p.call.name, p.call.arguments,
-                                        config_.tool_timeout_ms, state_.request_id, state_.iteration});
+        const approval_check check = check_approval(config_.approvals, p.call.name, p.call.arguments);
+        switch (check.what) {
+          case approval_check::outcome::run:
+            run_tool(p, p.call.arguments);
+            break;
+          case approval_check::outcome::deny:
+            p.outcome = error_info::of(error_type::denied, check.why);
+            break;
+          case approval_check::outcome::ask:
+            pause.pending.push_back(ask_approval(p, check.why));
+            break;
+        }
       }
       state_.tool_calls.push_back(std::move(p));
+    }
+    if (!pause.pending.empty()) {
+      pause.request_id = state_.request_id.str();
+      pause.usage = state_.request_usage;
+      pause.iterations = state_.iteration;
+      directives_.push_back(std::move(pause));
     }
     finish_tools_if_done();
   }
 
+  // The call waits for a decision: the request that it waits for is
+  // committed with its deadline, and nothing of it runs.
+  open_approval ask_approval(pending_tool_call& p, const std::string& reason) {
+    const approval_rule* rule = find_rule(config_.approvals, p.call.name);
+    const std::int64_t timeout = rule ? rule->timeout_ms : approval_rule{}.timeout_ms;
+    p.awaiting_until = timeout > 0 ? now_ms_ + timeout : std::numeric_limits<std::int64_t>::max();
+    p.asked = true;
+    json::object payload{
+        {"tool", p.call.name}, {"arguments", p.call.arguments}, {"reason", reason}, {"expires_at", p.awaiting_until}};
+    commit(entry_draft(std::string(entry_kind::approval_request), std::move(payload), refs(state_.call_id, p.call.id)));
+    return open_approval{p.call.id, p.call.name, p.call.arguments, reason, p.awaiting_until};
+  }
+
+  void run_tool(const pending_tool_call& p, const json::object& arguments) {
+    directives_.push_back(tool_exec{state_.call_id, p.call.id, p.call.name, arguments, config_.tool_timeout_ms,
+                                    state_.request_id, state_.iteration});
+  }
+
+  bool awaiting_calls() const {
+    return state_.status == react_status::awaiting_tools || state_.status == react_status::awaiting_input;
+  }
+
+  // A turn where some call asked for approval may stay paused for hours:
+  // its results go to the thread as they arrive, so that a restart finds
+  // every finished tool's result and runs none of them again.
+  bool turn_asks() const {
+    return std::any_of(state_.tool_calls.begin(), state_.tool_calls.end(),
+                       [](const pending_tool_call& p) { return p.asked; });
+  }
+
+  pending_tool_call* open_call(std::string_view request_id, std::string_view tool_call_id) {
+    if (!awaiting_calls() || state_.request_id != request_id) return nullptr;
+    for (pending_tool_call& p : state_.tool_calls)
+      if (p.call.id == tool_call_id) return &p;
+    return nullptr;
+  }
+
+  void on(const decision& d) {
+    decision_answer answer{d.request_id, d.tool_call_id, d.idempotency_key, std::nullopt};
+    auto refuse = [&](const char* type, std::string message) {
+      answer.error = error_info::of(type, std::move(message));
+      directives_.push_back(answer);
+    };
+    if (!d.idempotency_key.empty() && find_decision(thread_, d.request_id, d.tool_call_id, d.idempotency_key)) {
+      directives_.push_back(answer);  // the same decision again: it was taken
+      return;
+    }
+    pending_tool_call* p = open_call(d.request_id, d.tool_call_id);
+    if (!p || !p->awaiting_until) {
+      if ((p && p->asked) || find_decision(thread_, d.request_id, d.tool_call_id))
+        return refuse(error_type::already_decided,
+                      "tool call " + d.tool_call_id + " of request " + d.request_id + " is decided already");
+      return refuse(error_type::not_found,
+                    "no tool call " + d.tool_call_id + " of request " + d.request_id + " waits for a decision");
+    }
+    if (now_ms_ >= p->awaiting_until) {
+      expire(*p);
+      refuse(error_type::expired, "the approval of tool call " + d.tool_call_id + " expired before the decision");
+      finish_tools_if_done();
+      return;
+    }
+    take_decision(*p, d.answer, d.message, d.arguments, d.decided_by, d.idempotency_key, false);
+    directives_.push_back(std::move(answer));
+    finish_tools_if_done();
+  }
+
+  void on(const approval_tick& t) {
+    if (state_.status != react_status::awaiting_input || t.request_id != state_.request_id) return;
+    bool any = false;
+    for (pending_tool_call& p : state_.tool_calls) {
+      if (!p.awaiting_until || now_ms_ < p.awaiting_until) continue;
+      expire(p);
+      any = true;
+    }
+    if (any) finish_tools_if_done();
+  }
+
+  // Nobody decided in time: the rule's default is committed as the decision.
+  void expire(pending_tool_call& p) {
+    const approval_rule* rule = find_rule(config_.approvals, p.call.name);
+    const verdict v = rule && rule->on_expiry == verdict::approve ? verdict::approve : verdict::reject;
+    take_decision(p, v, "no decision came before the deadline", {}, "expiry", {}, true);
+  }
+
+  void take_decision(pending_tool_call& p, verdict v, const std::string& message, const json::object& edited,
+                     const std::string& decided_by, const std::string& idempotency_key, bool expired) {
+    json::object payload{{"verdict", to_string(v)}, {"decided_by", decided_by}};
+    if (!message.empty()) payload.emplace("message", message);
+    if (v == verdict::edit) payload.emplace("arguments", edited);
+    if (!idempotency_key.empty()) payload.emplace("idempotency_key", idempotency_key);
+    if (expired) payload.emplace("expired", true);
+    commit(entry_draft(std::string(entry_kind::decision), std::move(payload), refs(state_.call_id, p.call.id)));
+    p.awaiting_until = 0;
+    switch (v) {
+      case verdict::approve:
+        run_tool(p, p.call.arguments);
+        break;
+      case verdict::edit:
+        run_tool(p, edited);
+        break;
+      case verdict::reject:
+        p.outcome = error_info::of(expired ? error_type::expired : error_type::rejected,
+                                   message.empty() ? "a person rejected the call" : message);
+        break;
+    }
+  }
+
   void finish_tools_if_done() {
     if (std::any_of(state_.tool_calls.begin(), state_.tool_calls.end(),
-                    [](const pending_tool_call& p) { return !p.outcome; }))
+                    [](const pending_tool_call& p) { return !p.outcome; })) {
+      const bool paused = std::any_of(state_.tool_calls.begin(), state_.tool_calls.end(),
+                                      [](const pending_tool_call& p) { return p.awaiting_until != 0; });
+      state_.status = paused ? react_status::awaiting_input : react_status::awaiting_tools;
+      if (turn_asks()) commit_tool_results();
       return;
+    }
     commit_tool_results();
     if (state_.iteration >= max_iterations()) {
       end_with_error(error_info::of(error_type::max_iterations, "stopped after " + std::to_string(state_.iteration) +
@@ -161,11 +297,19 @@ class stepper {
   }
 
   // Results go to the thread in the order the model asked for the calls,
-  // whatever order they finished in.
+  // whatever order they finished in (but see turn_asks). The calls are
+  // forgotten once every one has its result.
   void commit_tool_results() {
-    for (const pending_tool_call& p : state_.tool_calls)
-      commit(tool_result_payload::of(p.call.name, *p.outcome), refs(state_.call_id, p.call.id));
-    state_.tool_calls.clear();
+    bool all = true;
+    for (pending_tool_call& p : state_.tool_calls) {
+      if (!p.outcome) {
+        all = false;
+      } else if (!p.result_committed) {
+        commit(tool_result_payload::of(p.call.name, *p.outcome), refs(state_.call_id, p.call.id));
+        p.result_committed = true;
+      }
+    }
+    if (all) state_.tool_calls.clear();
   }
 
   void start_llm_call() {

@@ -26,8 +26,9 @@
 namespace troupe {
 
 //   idle → awaiting_llm ⇄ awaiting_tools → completed | error
+//                 awaiting_tools ⇄ awaiting_input (calls wait for decisions)
 // and a new query from completed or error continues the same thread.
-enum class react_status { idle, awaiting_llm, awaiting_tools, completed, error };
+enum class react_status { idle, awaiting_llm, awaiting_tools, completed, error, awaiting_input };
 
 std::string_view to_string(react_status s);
 std::optional<react_status> parse_react_status(std::string_view s);
@@ -36,6 +37,10 @@ std::optional<react_status> parse_react_status(std::string_view s);
 struct pending_tool_call {
   tool_call call;
   std::optional<tool_outcome> outcome;
+  // While the call waits for a decision: its deadline (Unix ms); 0 otherwise.
+  std::int64_t awaiting_until = 0;
+  bool asked = false;             // an approval_request was committed for it
+  bool result_committed = false;  // its tool_result is in the thread already
 
   friend bool operator==(const pending_tool_call&, const pending_tool_call&) = default;
 };
@@ -74,7 +79,11 @@ struct react_state {
 
   derived_cache<unit_cache> projection;  // the units of the last model call's context
 
-  bool busy() const { return status == react_status::awaiting_llm || status == react_status::awaiting_tools; }
+  // A paused request is still running: a new query waits for it to end.
+  bool busy() const {
+    return status == react_status::awaiting_llm || status == react_status::awaiting_tools ||
+           status == react_status::awaiting_input;
+  }
   friend bool operator==(const react_state&, const react_state&) = default;
 };
 

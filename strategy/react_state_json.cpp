@@ -8,7 +8,8 @@ namespace troupe {
 namespace json = boost::json;
 
 namespace {
-constexpr std::array<std::string_view, 5> status_names{"idle", "awaiting_llm", "awaiting_tools", "completed", "error"};
+constexpr std::array<std::string_view, 6> status_names{"idle",      "awaiting_llm", "awaiting_tools",
+                                                       "completed", "error",        "awaiting_input"};
 }
 
 std::string_view to_string(react_status s) { return status_names[static_cast<std::size_t>(s)]; }
@@ -24,6 +25,9 @@ json::value to_json(const react_state& s) {
   for (const pending_tool_call& p : s.tool_calls) {
     json::object o{{"call", to_json(p.call)}};
     if (p.outcome) put_tool_outcome(o, *p.outcome);
+    if (p.awaiting_until) o["awaiting_until"] = p.awaiting_until;
+    if (p.asked) o["asked"] = true;
+    if (p.result_committed) o["result_committed"] = true;
     calls.push_back(std::move(o));
   }
   json::object o{{"status", to_string(s.status)},
@@ -93,10 +97,13 @@ decoded<react_state> decode_react_state(const json::value& v) {
     const std::string path = element_path("tool_calls", i);
     json_reader item(calls[i], path);
     const json::value& call = item.value("call");
+    const std::int64_t awaiting_until = item.optional_int64("awaiting_until").value_or(0);
+    const bool asked = item.optional_boolean("asked").value_or(false);
+    const bool result_committed = item.optional_boolean("result_committed").value_or(false);
     if (!item.ok()) return item.error();
     auto c = decode_tool_call(call, path + ".call");
     if (!c) return c.error();
-    pending_tool_call p{std::move(*c), std::nullopt};
+    pending_tool_call p{std::move(*c), std::nullopt, awaiting_until, asked, result_committed};
     if (item.has("result") || item.has("error")) {
       auto outcome = decode_tool_outcome(*item.source(), path);
       if (!outcome) return outcome.error();

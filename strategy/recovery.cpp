@@ -1,5 +1,7 @@
 #include "strategy/recovery.hpp"
 
+#include "strategy/approvals.hpp"
+
 #include "signals/error_info.hpp"
 #include "signals/tool_result.hpp"
 
@@ -14,6 +16,8 @@ std::vector<entry_draft> interrupted_tool_results(const thread_view& t) {
   auto key_of = [](const entry& e) { return key{e.refs.call_id(), e.refs.tool_call_id()}; };
   std::set<key> answered;
   for (const entry* e : t.of_kind(entry_kind::tool_result)) answered.insert(key_of(*e));
+  // A call that waits for a decision has not run: it is paused, not interrupted.
+  for (const entry* e : open_approval_requests(t)) answered.insert(key_of(*e));
 
   std::vector<entry_draft> out;
   for (const entry* call : t.of_kind(entry_kind::tool_call)) {

@@ -52,4 +52,16 @@ TEST_CASE("every directive serialises to JSON with its type and fields") {
     CHECK(c.at("tool_call_id") == "t1");
     CHECK(!to_json(directive{cancel_call{"c1", ""}}).as_object().contains("tool_call_id"));
   }
+  SECTION("awaiting_input lists the open approvals; decision_answer carries its error") {
+    const json::value p = to_json(
+        directive{awaiting_input{"r1", {open_approval{"t1", "send", {{"to", "bob"}}, "sends mail", 99}}, {}, 1}});
+    CHECK(p.at("type") == "awaiting_input");
+    CHECK(p.at("pending").at(0).at("tool") == "send");
+    CHECK(p.at("pending").at(0).at("expires_at") == 99);
+    CHECK(!to_json(directive{decision_answer{"r1", "t1", "", std::nullopt}}).as_object().contains("error"));
+    const json::value refused =
+        to_json(directive{decision_answer{"r1", "t1", "k", error_info::of(error_type::expired, "late")}});
+    CHECK(refused.at("error").at("type") == "expired");
+    CHECK(refused.at("idempotency_key") == "k");
+  }
 }

@@ -36,6 +36,10 @@ std::vector<signal> one_of_each() {
       tool_result{"c2", "t3", "noop", json::value(nullptr)},
       tool_result{"c2", "t2", "calc", error_info::of(error_type::invalid_arguments, "bad")},
       cancel{"r1", "user left"},
+      decision{"r1", "t1", verdict::approve, "", {}, "ada", "k1"},
+      decision{"r1", "t2", verdict::reject, "not now", {}, "", ""},
+      decision{"r1", "t3", verdict::edit, "", {{"to", "carol"}}, "bob", ""},
+      approval_tick{"r1"},
   };
 }
 
@@ -77,6 +81,8 @@ TEST_CASE("the envelope has the CloudEvents attributes and dotted type names") {
   CHECK(signal_type(llm_delta{}) == "troupe.llm.delta");
   CHECK(signal_type(llm_result{}) == "troupe.llm.result");
   CHECK(signal_type(tool_result{}) == "troupe.tool.result");
+  CHECK(signal_type(decision{}) == "troupe.agent.decision");
+  CHECK(signal_type(approval_tick{}) == "troupe.agent.approval_tick");
 }
 
 TEST_CASE("bad envelopes give a typed error that names the field") {
@@ -171,6 +177,15 @@ TEST_CASE("bad envelopes give a typed error that names the field") {
     CHECK(error_of(v).field == "data.error.type");
   }
   SECTION("not an object at all") { CHECK(error_of(json::array{1}).message == "expected an object"); }
+  SECTION("a decision with an unknown verdict, or an edit without arguments") {
+    json::value v = envelope_json(decision{"r1", "t1", verdict::approve, "", {}, "", ""});
+    v.as_object()["data"].as_object()["verdict"] = "maybe";
+    CHECK(error_of(v).field == "data.verdict");
+    v.as_object()["data"].as_object()["verdict"] = "edit";
+    CHECK(error_of(v).field == "data.arguments");
+    v.as_object()["data"].as_object().erase("tool_call_id");
+    CHECK(error_of(v).field == "data.tool_call_id");
+  }
 }
 
 TEST_CASE("malformed JSON is a decode error, not an exception") {

@@ -1,0 +1,22 @@
+#pragma once
+// The answer to a decision: taken (committed), or the typed reason it was
+// not (not_found: no such request or call waits; already_decided; expired).
+
+#include "signals/error_info.hpp"
+
+#include <optional>
+#include <string>
+
+namespace troupe {
+
+struct decision_answer {
+  std::string request_id;
+  std::string tool_call_id;
+  std::string idempotency_key;
+  std::optional<error_info> error;  // none: the decision is committed
+
+  bool ok() const { return !error.has_value(); }
+  friend bool operator==(const decision_answer&, const decision_answer&) = default;
+};
+
+}  // namespace troupe

@@ -1,0 +1,37 @@
+#pragma once
+// Pauses for approval as the thread records them (approval_request and
+// decision entries): what is still open, what was decided, and the state of
+// a request that was paused when its agent stopped, rebuilt from the thread
+// alone so that a decision after a restart continues it where it stood.
+
+#include "directives/awaiting_input.hpp"
+#include "strategy/react_state.hpp"
+#include "strategy/thread.hpp"
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace troupe {
+
+// The decision committed for a tool call of a request (with that idempotency
+// key, when one is given), or nullptr.
+const entry* find_decision(const thread_view& t, std::string_view request_id, std::string_view tool_call_id,
+                           std::string_view idempotency_key = {});
+
+// The approval_request entries whose call has neither a decision nor a result.
+std::vector<const entry*> open_approval_requests(const thread_view& t);
+
+// The open approvals of a request, as its awaiting_input listed them.
+std::vector<open_approval> pending_approvals(const thread_view& t, std::string_view request_id);
+
+// The machine state of the thread's last request if the thread shows it
+// paused: its last model turn asked for approvals, some are still open, and
+// nothing was committed after the turn. The turn's calls carry the outcomes
+// the thread holds; a call that was running when the agent stopped (decided,
+// or needing no approval) is `interrupted` unless the thread holds its result.
+// What the thread does not record (the query's overrides, token usage) starts
+// from the defaults.
+std::optional<react_state> paused_request(const thread_view& t);
+
+}  // namespace troupe
