@@ -13,11 +13,15 @@
 #include "runtime/thrown_by.hpp"
 #include "signals/overloaded.hpp"
 #include "signals/utf8.hpp"
+#include "strategy/approvals.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <variant>
 
 namespace troupe {
 
@@ -46,6 +50,15 @@ struct asker {
   promise_guard<reply> answer;
   event_sink_actor events;  // invalid: nobody subscribed
   std::int64_t started_us = 0;
+};
+
+// A decide waiting for its step's answer (decision_answer).
+struct waiting_decision {
+  std::string thread_id;
+  std::string request_id;
+  std::string tool_call_id;
+  std::string idempotency_key;
+  promise_guard<reply> answer;
 };
 
 struct queued_ask {
@@ -89,8 +102,11 @@ struct thread_slot {
   std::vector<held_signal> held;         // not a deque: an empty one allocates about 600 bytes
   std::unique_ptr<request_trace> trace;  // null: the running request is not traced
 
+  // A paused request leaves its thread idle (the store holds the pause),
+  // once no call of its turn still runs.
   bool idle() const {
-    return phase == slot_phase::ready && held.empty() && asks.idle() && conversation.state().summary_call_id.empty();
+    return phase == slot_phase::ready && held.empty() && asks.idle() && conversation.state().summary_call_id.empty() &&
+           tools.running().empty();
   }
 };
 
@@ -111,10 +127,15 @@ struct seeded_source {
   std::int64_t logical_ms;
 };
 
-// Snapshots of threads not in memory, waiting for the store.
+// Snapshots of threads not in memory, waiting for the store; decides
+// waiting for their step (rare too, and held here so that an agent's state
+// stays in its size class).
 struct snapshot_waiters {
   std::unordered_map<std::uint64_t, caf::typed_response_promise<thread_view>> waiting;
   std::uint64_t next = 0;
+  std::vector<waiting_decision> decisions;
+
+  bool empty() const { return waiting.empty() && decisions.empty(); }
 };
 
 // Rarely used parts (a seed, snapshots waiting for the store, the requests
@@ -137,7 +158,7 @@ struct agent_state {
   // Running and queued requests: the thread each is for. Null while there
   // are none, as with most agents at any time.
   std::unique_ptr<std::unordered_map<std::string, std::string>> thread_of;
-  std::unique_ptr<snapshot_waiters> snapshots;  // made by the first snapshot that waits for the store
+  std::unique_ptr<snapshot_waiters> snapshots;  // made by the first snapshot or decide that waits
   bool stopping = false;
   bool quit_when_settled = false;  // stopping, but commits are still in flight
   // False once the agent has quit: a load still queued for it then takes no
@@ -185,20 +206,9 @@ class agent_logic {
     if (st_.thread_of && st_.thread_of->count(q.request_id))
       return refused(q.request_id, error_type::duplicate_request,
                      "request " + q.request_id + " is already running on this agent");
-    thread_slot* slot = st_.threads.find(q.thread_id);
-    if (!slot) {
-      if (stores().immediate()) {
-        auto loaded = load_thread(stores().store(), q.thread_id, ids(), now_ms());
-        if (!loaded)
-          return refused(q.request_id, store_error_type(loaded.error()), not_loaded(q.thread_id, loaded.error()));
-        slot = &st_.threads.insert(q.thread_id, thread_slot(std::move(*loaded), st_.profile->max_queued_asks),
-                                   steady_ms());
-        report(telemetry_kind::thread_loaded, q.thread_id, {});
-      } else {
-        slot = &begin_load(q.thread_id);
-      }
-    }
-    st_.threads.touch(q.thread_id, steady_ms());
+    auto where = slot_for(q.thread_id, q.request_id);
+    if (auto* refusal = std::get_if<reply>(&where)) return std::move(*refusal);
+    thread_slot* slot = std::get<thread_slot*>(where);
     const auto admission = slot->asks.admit();
     if (admission == request_queue<queued_ask>::admission::full)
       return refused(
@@ -212,6 +222,32 @@ class agent_logic {
       start(*slot, std::move(q), std::move(from));
     else
       slot->asks.push(queued_ask{std::move(q), std::move(from)});
+    return caf::delegated<reply>();
+  }
+
+  // A person's decision on a call a paused request waits for. It steps the
+  // thread like any signal (after a load, when the thread is not in
+  // memory: a pause outlives its process); the step's decision_answer
+  // answers it (answer_decision).
+  caf::result<reply> on_decide(std::string thread_id, decision d) {
+    if (thread_id.empty()) thread_id = default_thread_id();
+    if (st_.stopping) return refused(d.request_id, error_type::shutdown, "the agent is stopping");
+    if (!is_valid_utf8(d.request_id) || !is_valid_utf8(d.tool_call_id) || !is_valid_utf8(thread_id) ||
+        !is_valid_utf8(d.idempotency_key))
+      return refused(valid_utf8(d.request_id), error_type::invalid_query,
+                     "a decision's request id, tool call id, thread id and idempotency key must be valid UTF-8");
+    signal s{std::move(d)};
+    repair_utf8(s);  // the person's message and the edited arguments are committed
+    const decision& taken = std::get<decision>(s);
+    auto where = slot_for(thread_id, taken.request_id);
+    if (auto* refusal = std::get_if<reply>(&where)) return std::move(*refusal);
+    thread_slot& slot = *std::get<thread_slot*>(where);
+    if (!st_.snapshots) st_.snapshots = std::make_unique<snapshot_waiters>();
+    st_.snapshots->decisions.push_back(waiting_decision{
+        thread_id, taken.request_id, taken.tool_call_id, taken.idempotency_key,
+        promise_guard<reply>(self_->make_response_promise<reply>(), taken.request_id, &agent_crashed)});
+    run(slot, s);
+    pump_tools(slot);
     return caf::delegated<reply>();
   }
 
@@ -237,6 +273,7 @@ class agent_logic {
     }
     if (!loaded) {
       fail_every_ask(*slot, store_error_type(loaded.error()), not_loaded(thread_id, loaded.error()));
+      fail_decisions(&thread_id, store_error_type(loaded.error()), not_loaded(thread_id, loaded.error()));
       st_.threads.erase(thread_id);
       return;
     }
@@ -269,7 +306,7 @@ class agent_logic {
     if (it == st_.snapshots->waiting.end()) return;
     it->second.deliver(held ? thread_view(*held) : thread_view(thread(thread_id, now_ms())));
     st_.snapshots->waiting.erase(it);
-    if (st_.snapshots->waiting.empty()) st_.snapshots.reset();  // numbers start over: none is still awaited
+    if (st_.snapshots->empty()) st_.snapshots.reset();  // numbers start over: none is still awaited
   }
 
   void on_cancel(const std::string& request_id, const std::string& reason) {
@@ -338,6 +375,7 @@ class agent_logic {
         run(slot, cancel{slot.asks.running(), "the agent is stopping", error_type::shutdown});
     });
     for (const auto& id : loading) st_.threads.erase(id);
+    fail_decisions(nullptr, error_type::shutdown, "the agent is stopping");
     return settled();
   }
 
@@ -380,6 +418,89 @@ class agent_logic {
   }
 
  private:
+  // The thread's slot, in memory (or being loaded) from now on; or the
+  // reply refusing `request_id` when the store could not give the thread.
+  std::variant<thread_slot*, reply> slot_for(const std::string& thread_id, const std::string& request_id) {
+    thread_slot* slot = st_.threads.find(thread_id);
+    if (!slot) {
+      if (stores().immediate()) {
+        auto loaded = load_thread(stores().store(), thread_id, ids(), now_ms());
+        if (!loaded)
+          return refused(request_id, store_error_type(loaded.error()), not_loaded(thread_id, loaded.error()));
+        slot =
+            &st_.threads.insert(thread_id, thread_slot(std::move(*loaded), st_.profile->max_queued_asks), steady_ms());
+        report(telemetry_kind::thread_loaded, thread_id, {});
+      } else {
+        slot = &begin_load(thread_id);
+      }
+    }
+    st_.threads.touch(thread_id, steady_ms());
+    return slot;
+  }
+
+  // Answers the decides still waiting (for one thread, or all) with an error.
+  void fail_decisions(const std::string* thread_id, const char* type, const std::string& message) {
+    if (!st_.snapshots) return;
+    std::erase_if(st_.snapshots->decisions, [&](waiting_decision& w) {
+      if (thread_id && w.thread_id != *thread_id) return false;
+      w.answer.deliver(refused(w.request_id, type, message));
+      return true;
+    });
+    if (st_.snapshots->empty()) st_.snapshots.reset();
+  }
+
+  // The request paused: its ask (or the decide that continued it) is
+  // answered with the calls that wait, and the thread is free for the
+  // tools of the turn that still run. An approval_tick is due at the
+  // earliest deadline.
+  void pause(thread_slot& slot, awaiting_input x) {
+    if (const std::int64_t due = x.next_expiry(); due > 0 && due != std::numeric_limits<std::int64_t>::max())
+      self_->delayed_send(self_, std::chrono::milliseconds(std::max<std::int64_t>(0, due - now_ms())),
+                          signal_atom::value, slot.conversation.history().id(), signal{approval_tick{x.request_id}});
+    finish(slot, paused_reply(x.request_id, x.usage, x.iterations, std::move(x.pending)));
+  }
+
+  static reply paused_reply(const std::string& request_id, token_usage usage, int iterations,
+                            std::vector<open_approval> pending) {
+    const std::string message =
+        std::to_string(pending.size()) + " tool call(s) of request " + request_id + " wait for a decision";
+    return reply{request_id, error_info::of(error_type::awaiting_input, message), usage, iterations,
+                 std::move(pending)};
+  }
+
+  // A decision's step answered it: the decide hears the refusal, that the
+  // request still waits, or (once the decision was taken) the request's
+  // next pause or end, as its running ask.
+  void answer_decision(thread_slot& slot, decision_answer x) {
+    if (!st_.snapshots) return;
+    const std::string& thread_id = slot.conversation.history().id();
+    auto& all = st_.snapshots->decisions;
+    auto it = std::find_if(all.begin(), all.end(), [&](const waiting_decision& w) {
+      return w.thread_id == thread_id && w.request_id == x.request_id && w.tool_call_id == x.tool_call_id &&
+             w.idempotency_key == x.idempotency_key;
+    });
+    if (it == all.end()) return;
+    promise_guard<reply> answer = std::move(it->answer);
+    all.erase(it);
+    if (st_.snapshots->empty()) st_.snapshots.reset();
+    if (x.error) return answer.deliver(refused(x.request_id, x.error->type.c_str(), x.error->message));
+    const react_state& state = slot.conversation.state();
+    const bool same = state.request_id == x.request_id;
+    if (same && state.status == react_status::awaiting_input)
+      return answer.deliver(paused_reply(x.request_id, state.request_usage, state.iteration,
+                                         pending_approvals(slot.conversation.history(), x.request_id)));
+    if (same && (x.taken || state.busy()) && !slot.running && slot.asks.running().empty()) {
+      slot.asks.begin(x.request_id);
+      slot.running = std::make_unique<asker>(asker{std::move(answer), {}, steady_us()});
+      if (!st_.thread_of) st_.thread_of = std::make_unique<std::unordered_map<std::string, std::string>>();
+      (*st_.thread_of)[x.request_id] = thread_id;
+      return;
+    }
+    answer.deliver(refused(x.request_id, error_type::already_decided,
+                           "tool call " + x.tool_call_id + " of request " + x.request_id +
+                               " was decided already, and the request went on"));
+  }
+
   // A request that ran or waited here is done with.
   template <class Key>
   void forget_request(const Key& request) {
@@ -662,7 +783,8 @@ class agent_logic {
                          std::make_shared<const llm_stream>(llm_stream{
                              x.call_id, x.model, std::move(x.messages), nullptr, x.params, x.request_id, 0, {}}));
                    },
-                   [&](awaiting_input&) {}, [&](decision_answer&) {},
+                   [&](awaiting_input& x) { pause(slot, std::move(x)); },
+                   [&](decision_answer& x) { answer_decision(slot, std::move(x)); },
                    [&](cancel_call& x) {
                      if (x.tool_call_id.empty()) {
                        cancel_model_call(x.call_id);
@@ -878,7 +1000,8 @@ class agent_logic {
       slot.running.reset();
     }
     slot.asks.end();
-    slot.tools.clear();
+    // A paused request's free calls still run, and their results still count.
+    if (!slot.conversation.state().busy()) slot.tools.clear();
     slot.trace.reset();
     st_.threads.touch(thread_id, steady_ms());
     if (auto next = slot.asks.take_next()) start(slot, std::move(next->q), std::move(next->from));
@@ -965,6 +1088,13 @@ void handle_signal(agent_self self, std::string& thread_id, signal& s) {
   l.unload_idle_threads();
 }
 
+caf::result<reply> handle_decide(agent_self self, std::string& thread_id, decision& d) {
+  agent_logic l(self);
+  auto answer = l.on_decide(std::move(thread_id), std::move(d));
+  l.unload_idle_threads();
+  return answer;
+}
+
 void handle_cancel(agent_self self, std::string& request_id, std::string& reason) {
   repair_utf8(reason);  // the caller's words, committed with the cancel
   agent_logic(self).on_cancel(request_id, reason);
@@ -1033,7 +1163,7 @@ caf::result<caf::message> handle_as(Answer (*handle)(agent_self, Args&...), agen
 caf::result<caf::message> agent_dispatch(caf::scheduled_actor* actor, caf::message_view& view) {
   // A typed behaviour would not compile without a handler for each message
   // of the interface; the switch below has no such check.
-  static_assert(caf::detail::tl_size<agent_actor::signatures>::value == 9,
+  static_assert(caf::detail::tl_size<agent_actor::signatures>::value == 10,
                 "agent_actor's interface changed: give agent_dispatch a case for each of its messages");
   auto self = static_cast<agent_self>(actor);
   const caf::type_erased_tuple& xs = view.content();
@@ -1045,6 +1175,8 @@ caf::result<caf::message> agent_dispatch(caf::scheduled_actor* actor, caf::messa
         return handle_as<signal_atom>(handle_signal, self, view);
       case cancel_atom::uint_value():
         return handle_as<cancel_atom>(handle_cancel, self, view);
+      case decide_atom::uint_value():
+        return handle_as<decide_atom>(handle_decide, self, view);
       case loaded_atom::uint_value():
         return handle_as<loaded_atom>(handle_loaded, self, view);
       case committed_atom::uint_value():
@@ -1095,6 +1227,8 @@ std::shared_ptr<const react_config> make_react_config(const agent_spec& spec, to
   c->tool_timeout_ms = spec.tool_timeout.count();
   c->context = spec.context;
   c->summary_model = spec.summary_model;
+  if (!spec.approvals.empty())
+    c->approvals = std::make_shared<const std::map<std::string, approval_rule, std::less<>>>(spec.approvals);
   return c;
 }
 

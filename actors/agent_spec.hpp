@@ -4,10 +4,12 @@
 
 #include "runtime/llm/llm_provider.hpp"
 #include "signals/generation_params.hpp"
+#include "strategy/approval_rule.hpp"
 #include "strategy/context_policy.hpp"
 
 #include <chrono>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +42,12 @@ struct agent_spec {
   context_policy context{};                  // how each call's context is cut from the thread
   std::string summary_model{};               // empty: the agent's model
   std::shared_ptr<llm_provider> provider{};  // null: the runtime's provider
+  // Tools whose calls wait for a person, by tool name (one of `tools`): a
+  // request pauses with them (reply::paused) until agent::decide. Here and
+  // not in the tool: who must approve what is the deployment's policy for
+  // this agent, and one registered tool may be free for one agent and
+  // supervised for another.
+  std::map<std::string, approval_rule, std::less<>> approvals{};
 };
 
 }  // namespace troupe

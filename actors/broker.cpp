@@ -47,6 +47,24 @@ class broker_logic {
  public:
   explicit broker_logic(broker_self self) : self_(self), st_(self->state) {}
 
+  // A decision is followed like an ask, under a key of its own: decisions
+  // for several calls of one request may be awaited at once, beside the
+  // request's own ask.
+  void decide(std::string thread_id, decision d, agent_actor agent, std::shared_ptr<request::state> s) {
+    const std::string key = "decision\x1f" + d.request_id + "\x1f" + d.tool_call_id;
+    if (st_.pending.contains(key)) {
+      if (auto thrown = s->settle(failed(
+              d.request_id, error_type::duplicate_request,
+              "a decision for tool call " + d.tool_call_id + " of request " + d.request_id + " is still awaited")))
+        report_callback_failure(*s, *thrown);
+      return;
+    }
+    follow(key, std::move(s), agent);
+    self_->request(agent, caf::infinite, decide_atom::value, std::move(thread_id), std::move(d))
+        .then([self = self_, key](reply& r) { broker_logic(self).end(key, std::move(r)); },
+              [self = self_, key](caf::error& e) { broker_logic(self).no_answer(key, e); });
+  }
+
   void ask(query q, agent_actor agent, std::shared_ptr<request::state> s) {
     const std::string id = q.request_id;
     // Requests are keyed by id until they end: a second one under the same
@@ -60,10 +78,7 @@ class broker_logic {
       return;
     }
     const event_sink_actor events = s->on_event ? caf::actor_cast<event_sink_actor>(self_) : event_sink_actor{};
-    const auto due = steady::now() + s->deadline;
-    st_.pending[id] = pending_request{std::move(s), agent, due};
-    st_.deadlines.emplace(due, id);
-    arm_timer();
+    follow(id, std::move(s), agent);
     self_->request(agent, caf::infinite, ask_atom::value, std::move(q), events)
         .then([self = self_, id](reply& r) { broker_logic(self).end(id, std::move(r)); },
               [self = self_, id](caf::error& e) { broker_logic(self).no_answer(id, e); });
@@ -78,8 +93,9 @@ class broker_logic {
       const std::string id = st_.deadlines.begin()->second;
       auto it = st_.pending.find(id);
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(it->second.state->deadline).count();
-      self_->send(it->second.agent, cancel_atom::value, id, "the request's deadline passed");
-      end(id, failed(id, error_type::deadline_exceeded,
+      const std::string request_id = it->second.state->id;  // a decision's key names its request
+      self_->send(it->second.agent, cancel_atom::value, request_id, "the request's deadline passed");
+      end(id, failed(request_id, error_type::deadline_exceeded,
                      "agent " + it->second.state->agent_id + " did not answer within " + std::to_string(ms) + " ms"));
     }
     arm_timer();
@@ -118,6 +134,14 @@ class broker_logic {
   }
 
  private:
+  // Keeps the request until it ends or its deadline passes.
+  void follow(const std::string& key, std::shared_ptr<request::state> s, const agent_actor& agent) {
+    const auto due = steady::now() + s->deadline;
+    st_.pending[key] = pending_request{std::move(s), agent, due};
+    st_.deadlines.emplace(due, key);
+    arm_timer();
+  }
+
   void arm_timer() {
     if (st_.deadlines.empty()) return;
     const auto earliest = st_.deadlines.begin()->first;
@@ -145,13 +169,14 @@ class broker_logic {
     auto it = st_.pending.find(id);
     if (it == st_.pending.end()) return;
     const std::string& agent_id = it->second.state->agent_id;
+    const std::string request_id = it->second.state->id;
     if (e == caf::sec::request_receiver_down) {
       // The agent was gone before it took the ask.
       end(id, st_.ctx->shutting_down
-                  ? failed(id, error_type::shutdown, "the runtime is shutting down")
-                  : failed(id, error_type::agent_stopped, "agent " + agent_id + " stopped before answering"));
+                  ? failed(request_id, error_type::shutdown, "the runtime is shutting down")
+                  : failed(request_id, error_type::agent_stopped, "agent " + agent_id + " stopped before answering"));
     } else {
-      end(id, failed(id, error_type::agent_crashed,
+      end(id, failed(request_id, error_type::agent_crashed,
                      "agent " + agent_id + " failed to answer: " + self_->system().render(e)));
     }
   }
@@ -165,6 +190,9 @@ broker_actor::behavior_type broker(broker_self self, std::shared_ptr<runtime_con
   return {
       [self](ask_atom, query& q, agent_actor& agent, std::shared_ptr<request::state>& s) {
         broker_logic(self).ask(std::move(q), std::move(agent), std::move(s));
+      },
+      [self](decide_atom, std::string& thread_id, decision& d, agent_actor& agent, std::shared_ptr<request::state>& s) {
+        broker_logic(self).decide(std::move(thread_id), std::move(d), std::move(agent), std::move(s));
       },
       // Cancels travel the asks' path, so a cancel never overtakes its ask.
       [self](cancel_atom, std::shared_ptr<request::state>& s, const std::string& reason) {

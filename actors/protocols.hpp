@@ -43,6 +43,7 @@ using loaded_atom = caf::atom_constant<caf::atom("loaded")>;
 using committed_atom = caf::atom_constant<caf::atom("committed")>;
 using viewed_atom = caf::atom_constant<caf::atom("viewed")>;
 using all_down_atom = caf::atom_constant<caf::atom("alldown")>;
+using decide_atom = caf::atom_constant<caf::atom("decide")>;
 
 // What a store thread answers an agent with: a thread loaded (and repaired),
 // the outcome of a commit, a thread read for a snapshot.
@@ -70,8 +71,12 @@ struct agent_stats {
 // Signals are the executors' deltas; a cancel names a request and a reason.
 // loaded, committed and viewed are the store threads' answers (thread id,
 // commit number, snapshot number) to the agent's own loads and commits.
+// decide (thread id, decision) is answered once the decision is refused,
+// leaves its request still paused, or the request it continued pauses
+// again or ends.
 using agent_actor = caf::typed_actor<
     caf::replies_to<ask_atom, query, event_sink_actor>::with<reply>, caf::reacts_to<signal_atom, std::string, signal>,
+    caf::replies_to<decide_atom, std::string, decision>::with<reply>,
     caf::reacts_to<cancel_atom, std::string, std::string>,
     caf::replies_to<snapshot_atom, std::string>::with<thread_view>, caf::replies_to<stats_atom>::with<agent_stats>,
     caf::reacts_to<stop_atom>, caf::reacts_to<loaded_atom, std::string, loaded_thread, lease_held>,
@@ -104,6 +109,7 @@ using tool_executor_actor = caf::typed_actor<
 // whose id it reused.
 using broker_actor =
     caf::typed_actor<caf::reacts_to<ask_atom, query, agent_actor, std::shared_ptr<request::state>>,
+                     caf::reacts_to<decide_atom, std::string, decision, agent_actor, std::shared_ptr<request::state>>,
                      caf::reacts_to<cancel_atom, std::shared_ptr<request::state>, std::string>,
                      caf::reacts_to<event_atom, stream_event>, caf::reacts_to<timeout_atom>,
                      caf::replies_to<stats_atom>::with<std::size_t>, caf::replies_to<shutdown_atom>::with<bool>>;
@@ -118,6 +124,7 @@ using supervisor_actor =
 }  // namespace troupe
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::query)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::decision)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::signal)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::llm_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::tool_result)

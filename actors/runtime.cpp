@@ -15,6 +15,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <thread>
 #include <unordered_set>
 
@@ -78,6 +79,11 @@ const std::string& request::id() const { return state_->id; }
 std::optional<reply> request::await(std::chrono::milliseconds timeout) const { return state_->wait(timeout); }
 
 bool request::done() const { return state_->finished(); }
+
+std::vector<open_approval> request::pending() const {
+  auto r = state_->wait(std::chrono::milliseconds(0));
+  return r ? r->pending : std::vector<open_approval>{};
+}
 
 void request::cancel(std::string reason) const {
   auto rt = state_->rt.lock();
@@ -187,38 +193,64 @@ broker_actor runtime::impl::broker_for(const std::string& agent_id) const {
   return brokers.pick(std::hash<std::string>{}(agent_id));
 }
 
+namespace {
+
+// Hands a request to the agent's broker (`send(broker, agent, state)`)
+// once the runtime and the agent are there to take it; otherwise settles it
+// with why not.
+template <class Send>
+request to_broker(runtime::impl& rt, const std::string& agent_id, std::shared_ptr<request::state> s,
+                  std::optional<std::chrono::milliseconds> deadline, Send send) {
+  s->agent_id = agent_id;
+  s->rt = rt.self_ref;
+  request handle(s);
+  std::shared_lock lock(rt.accepting);
+  if (rt.stopped) {
+    s->settle(failed(s->id, error_type::shutdown, "the runtime is shut down"));
+    return handle;
+  }
+  auto agent = rt.ctx->agents.find_entry(agent_id);
+  if (!agent) {
+    auto why = rt.ctx->agents.failure(agent_id);
+    s->settle(why ? failed(s->id, error_type::agent_failed, *why)
+                  : failed(s->id, error_type::not_found, "there is no agent named " + agent_id));
+    return handle;
+  }
+  s->deadline = deadline.value_or(agent->deadline);
+  send(rt.broker_for(agent_id), agent->actor, std::move(s));
+  return handle;
+}
+
+}  // namespace
+
 request runtime::impl::ask(const std::string& agent_id, std::string question, ask_options options) {
   // One id source per calling thread: no shared counter on every ask.
   thread_local random_ids request_ids;
   auto s = std::make_shared<request::state>();
   s->id = options.request_id.empty() ? request_ids.next("req") : std::move(options.request_id);
-  s->agent_id = agent_id;
   s->on_event = std::move(options.on_event);
   s->on_reply = std::move(options.on_reply);
-  s->rt = self_ref;
-  request handle(s);
-
-  std::shared_lock lock(accepting);
-  if (stopped) {
-    s->settle(failed(s->id, error_type::shutdown, "the runtime is shut down"));
-    return handle;
-  }
-  auto agent = ctx->agents.find_entry(agent_id);
-  if (!agent) {
-    auto why = ctx->agents.failure(agent_id);
-    s->settle(why ? failed(s->id, error_type::agent_failed, *why)
-                  : failed(s->id, error_type::not_found, "there is no agent named " + agent_id));
-    return handle;
-  }
-  s->deadline = options.deadline.value_or(agent->deadline);
   query q{s->id,
           std::move(options.thread_id),
           std::move(question),
           std::move(options.overrides),
           std::move(options.traceparent),
           std::move(options.observation)};
-  caf::anon_send(broker_for(agent_id), ask_atom::value, std::move(q), agent->actor, std::move(s));
-  return handle;
+  return to_broker(*this, agent_id, std::move(s), options.deadline,
+                   [&](const broker_actor& broker, const agent_actor& agent, std::shared_ptr<request::state> st) {
+                     caf::anon_send(broker, ask_atom::value, std::move(q), agent, std::move(st));
+                   });
+}
+
+request runtime::impl::decide(const std::string& agent_id, decision d, ask_options options) {
+  auto s = std::make_shared<request::state>();
+  s->id = d.request_id;
+  s->on_reply = std::move(options.on_reply);
+  return to_broker(*this, agent_id, std::move(s), options.deadline,
+                   [&](const broker_actor& broker, const agent_actor& agent, std::shared_ptr<request::state> st) {
+                     caf::anon_send(broker, decide_atom::value, std::move(options.thread_id), std::move(d), agent,
+                                    std::move(st));
+                   });
 }
 
 runtime::runtime(runtime_options options) {
@@ -258,6 +290,10 @@ std::vector<agent> runtime::spawn_agents(std::vector<agent_spec> specs) {
     if (!ids.insert(spec.id).second) throw std::invalid_argument("agent " + spec.id + " is given twice");
     if (!spec.provider && !impl_->ctx->provider)
       throw std::invalid_argument("agent " + spec.id + " has no model provider, and the runtime has none");
+    for (const auto& [tool, rule] : spec.approvals)
+      if (std::find(spec.tools.begin(), spec.tools.end(), tool) == spec.tools.end())
+        throw std::invalid_argument("agent " + spec.id + " has an approval rule for " + tool +
+                                    ", which is not one of its tools");
     // Agents spawned together mostly differ in id and prompt: what they have
     // in common is held once.
     const agent_launch* last = previous ? &launches->back() : nullptr;
@@ -350,16 +386,29 @@ mcp_server_status runtime::add_mcp_server(mcp_server_config config) {
 
 // --- agent ---------------------------------------------------------------------
 
+namespace {
+
+// A request handle of a runtime that is gone.
+request without_runtime(std::string request_id, const std::string& agent_id) {
+  auto s = std::make_shared<request::state>();
+  s->id = std::move(request_id);
+  s->agent_id = agent_id;
+  s->settle(failed(s->id, error_type::shutdown, "the runtime no longer exists"));
+  return request(s);
+}
+
+}  // namespace
+
 request agent::ask(std::string question, ask_options options) const {
   auto impl = rt_->impl.load();
-  if (!impl) {
-    auto s = std::make_shared<request::state>();
-    s->id = options.request_id;
-    s->agent_id = id_;
-    s->settle(failed(s->id, error_type::shutdown, "the runtime no longer exists"));
-    return request(s);
-  }
+  if (!impl) return without_runtime(options.request_id, id_);
   return impl->ask(id_, std::move(question), std::move(options));
+}
+
+request agent::decide(decision d, ask_options options) const {
+  auto impl = rt_->impl.load();
+  if (!impl) return without_runtime(d.request_id, id_);
+  return impl->decide(id_, std::move(d), std::move(options));
 }
 
 std::optional<thread_view> agent::snapshot(const std::string& thread_id, std::chrono::milliseconds timeout) const {

@@ -16,6 +16,7 @@
 #include "runtime/store/thread_store.hpp"
 #include "runtime/telemetry/telemetry.hpp"
 #include "runtime/tools/tool_registry.hpp"
+#include "signals/decision.hpp"
 #include "signals/query.hpp"
 #include "strategy/thread.hpp"
 
@@ -104,6 +105,9 @@ class request {
   // keeps running).
   std::optional<reply> await(std::chrono::milliseconds timeout) const;
   bool done() const;
+  // The calls the request waits for decisions on, once it paused (its reply
+  // is paused()); empty while it runs and once it ended.
+  std::vector<open_approval> pending() const;
   void cancel(std::string reason = "cancelled by the caller") const;
 
   struct state;
@@ -118,6 +122,15 @@ class agent {
  public:
   const std::string& id() const { return id_; }
   request ask(std::string question, ask_options options = {}) const;
+  // Decides a call a paused request waits for (on options.thread_id; the
+  // request id and tool call id are the decision's; options' deadline and
+  // on_reply apply, not its stream events). The handle's reply: the refusal
+  // when the decision cannot be taken (not_found, already_decided, expired:
+  // nothing changed, though an expired pause took its default), the request
+  // paused still when other calls wait, or else the reply of the request it
+  // continued, when it pauses again or ends. Sent again with the same
+  // idempotency key, a decision that was taken commits nothing more.
+  request decide(decision d, ask_options options = {}) const;
   // The thread as it is now (empty thread_id: the default thread); nullopt if
   // the agent is not running or did not answer in time.
   std::optional<thread_view> snapshot(const std::string& thread_id = {},

@@ -19,6 +19,7 @@ struct runtime::impl {
   ~impl();
   void shutdown();
   request ask(const std::string& agent_id, std::string question, ask_options options);
+  request decide(const std::string& agent_id, decision d, ask_options options);
   broker_actor broker_for(const std::string& agent_id) const;
 
   runtime_options options;

@@ -13,7 +13,10 @@ struct decision_answer {
   std::string request_id;
   std::string tool_call_id;
   std::string idempotency_key;
-  std::optional<error_info> error;  // none: the decision is committed
+  std::optional<error_info> error;  // none: the decision is committed, now or before
+  // Committed by this step (not a repeat answered as the first): the
+  // request goes on from it, to its next pause or its end.
+  bool taken = false;
 
   bool ok() const { return !error.has_value(); }
   friend bool operator==(const decision_answer&, const decision_answer&) = default;

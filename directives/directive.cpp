@@ -49,6 +49,17 @@ json::array messages_json(const message_list& messages) {
   return out;
 }
 
+json::array pending_json(const std::vector<open_approval>& pending) {
+  json::array out;
+  for (const open_approval& a : pending)
+    out.push_back(json::object{{"tool_call_id", a.tool_call_id},
+                               {"tool", a.tool},
+                               {"arguments", a.arguments},
+                               {"reason", a.reason},
+                               {"expires_at", a.expires_at}});
+  return out;
+}
+
 constexpr std::array<std::string_view, std::variant_size_v<directive>> type_names{
     "llm_stream",  "tool_exec", "reply",          "request_error",
     "cancel_call", "summarize", "awaiting_input", "decision_answer"};
@@ -84,6 +95,7 @@ void put_fields(json::object& o, const reply& d) {
              d.outcome);
   o["usage"] = to_json(d.usage);
   o["iterations"] = d.iterations;
+  if (d.paused()) o["pending"] = pending_json(d.pending);
 }
 
 void put_fields(json::object& o, const request_error& d) {
@@ -109,14 +121,7 @@ void put_fields(json::object& o, const cancel_call& d) {
 
 void put_fields(json::object& o, const awaiting_input& d) {
   o["request_id"] = d.request_id;
-  json::array pending;
-  for (const open_approval& a : d.pending)
-    pending.push_back(json::object{{"tool_call_id", a.tool_call_id},
-                                   {"tool", a.tool},
-                                   {"arguments", a.arguments},
-                                   {"reason", a.reason},
-                                   {"expires_at", a.expires_at}});
-  o["pending"] = std::move(pending);
+  o["pending"] = pending_json(d.pending);
   o["usage"] = to_json(d.usage);
   o["iterations"] = d.iterations;
 }
@@ -126,6 +131,7 @@ void put_fields(json::object& o, const decision_answer& d) {
   o["tool_call_id"] = d.tool_call_id;
   if (!d.idempotency_key.empty()) o["idempotency_key"] = d.idempotency_key;
   if (d.error) o["error"] = to_json(*d.error);
+  if (d.taken) o["taken"] = true;
 }
 
 }  // namespace

@@ -35,6 +35,7 @@ inline constexpr const char* rejected = "rejected";
 inline constexpr const char* denied = "denied";
 inline constexpr const char* expired = "expired";
 inline constexpr const char* already_decided = "already_decided";
+inline constexpr const char* awaiting_input = "awaiting_input";  // a reply's: the request paused for decisions
 // the runtime
 inline constexpr const char* shutdown = "shutdown";
 inline constexpr const char* queue_full = "queue_full";

@@ -232,6 +232,7 @@ class stepper {
       return;
     }
     take_decision(*p, d.answer, d.message, d.arguments, d.decided_by, d.idempotency_key, false);
+    answer.taken = true;
     directives_.push_back(std::move(answer));
     finish_tools_if_done();
   }

@@ -1,0 +1,159 @@
+// Approvals through the embedding API: a request pauses with the calls that
+// wait for a person, a decision continues it, and a pause outlives its
+// runtime when the thread is stored.
+
+#include "support/runtime_harness.hpp"
+
+#include "runtime/store/sqlite/sqlite_store.hpp"
+#include "support/sqlite_file.hpp"
+
+#include <atomic>
+
+using namespace troupe;
+using namespace troupe::testing;
+namespace json = boost::json;
+
+namespace {
+
+// Asked anything, the model searches and sends in one turn; shown the
+// results (in the order they came), it answers with what send said.
+std::shared_ptr<scripted_provider> search_and_send() {
+  return std::make_shared<scripted_provider>([](const llm_stream& s) {
+    for (const llm_message& m : s.messages)
+      if (m.role == "tool" && m.tool_call_id == "s2") return scripted_reply::text("done: " + m.content);
+    return scripted_reply::tools({call("s1", "search", {{"q", "x"}}), call("s2", "send", {{"to", "bob"}})});
+  });
+}
+
+struct counted_tools {
+  std::atomic<int> searches{0}, sends{0};
+
+  void add_to(runtime& rt) {
+    rt.tools().add(make_tool("search", [this](const json::object&, const tool_context&) {
+      ++searches;
+      return json::value("found");
+    }));
+    rt.tools().add(make_tool(
+        "send",
+        [this](const json::object& a, const tool_context&) {
+          ++sends;
+          return json::value("sent to " + std::string(a.at("to").as_string()));
+        },
+        true, object_schema({{"to", "string"}})));
+  }
+};
+
+agent_spec supervised(std::string id = "a") {
+  agent_spec spec{.id = std::move(id), .model = "m", .tools = {"search", "send"}};
+  spec.approvals["send"] = approval_rule{approval_mode::always, {}, "sends an email", 3'600'000, verdict::reject};
+  return spec;
+}
+
+decision decide(const std::string& request_id, verdict v, std::string key = {}) {
+  decision d;
+  d.request_id = request_id;
+  d.tool_call_id = "s2";
+  d.answer = v;
+  d.decided_by = "ada";
+  d.idempotency_key = std::move(key);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("a request that needs approval pauses, and a decision continues it") {
+  counted_tools tools;
+  runtime rt({.provider = search_and_send()});
+  tools.add_to(rt);
+  agent a = rt.spawn_agent(supervised());
+
+  const request r = a.ask("mail bob", {.request_id = "r1"});
+  const reply paused = must_reply(r);
+  REQUIRE(paused.paused());
+  CHECK(error_type_of(paused) == error_type::awaiting_input);
+  REQUIRE(paused.pending.size() == 1);
+  CHECK(paused.pending[0].tool_call_id == "s2");
+  CHECK(paused.pending[0].tool == "send");
+  CHECK(paused.pending[0].reason == "sends an email");
+  CHECK(r.pending() == paused.pending);
+  CHECK(tools.sends == 0);
+
+  SECTION("approve: the call runs once and the request ends with the model's answer") {
+    const reply done = must_reply(a.decide(decide("r1", verdict::approve)));
+    CHECK(answer_of(done) == "done: sent to bob");
+    CHECK(tools.sends == 1);
+    CHECK(tools.searches == 1);
+    SECTION("a decision for it again is refused as already decided") {
+      CHECK(error_type_of(must_reply(a.decide(decide("r1", verdict::reject)))) == error_type::already_decided);
+    }
+  }
+  SECTION("the same decision sent twice is committed once, and its call runs once") {
+    CHECK(answer_of(must_reply(a.decide(decide("r1", verdict::approve, "k1")))) == "done: sent to bob");
+    must_reply(a.decide(decide("r1", verdict::approve, "k1")));
+    CHECK(tools.sends == 1);
+    const auto t = a.snapshot();
+    REQUIRE(t);
+    CHECK(t->of_kind(entry_kind::decision).size() == 1);
+  }
+  SECTION("reject: the call never runs, and the model reads the message") {
+    decision d = decide("r1", verdict::reject);
+    d.message = "not to bob";
+    CHECK(answer_of(must_reply(a.decide(d))) == R"(done: {"error":{"type":"rejected","message":"not to bob"}})");
+    CHECK(tools.sends == 0);
+  }
+  SECTION("edit: the arguments are validated against the tool's schema before it runs") {
+    decision d = decide("r1", verdict::edit);
+    d.arguments = {{"to", 5}};
+    const std::string answer = answer_of(must_reply(a.decide(d)));
+    CHECK_THAT(answer, Catch::Contains("invalid_arguments"));
+    CHECK(tools.sends == 0);
+  }
+  SECTION("a decision for a call that does not wait is a typed error, and the pause stays") {
+    decision d = decide("r1", verdict::approve);
+    d.tool_call_id = "nope";
+    CHECK(error_type_of(must_reply(a.decide(d))) == error_type::not_found);
+    CHECK(answer_of(must_reply(a.decide(decide("r1", verdict::approve)))) == "done: sent to bob");
+  }
+  SECTION("a new question while paused is refused as busy") {
+    CHECK(error_type_of(must_reply(a.ask("anything else?"))) == error_type::busy);
+  }
+}
+
+TEST_CASE("a pause outlives its runtime: a new runtime on the same SQLite file continues it") {
+  sqlite_file file("troupe-approvals");
+  counted_tools tools;
+  auto first_model = search_and_send(), second_model = search_and_send();
+  {
+    runtime first({.provider = first_model, .store = std::make_shared<sqlite_store>(file.path.string())});
+    tools.add_to(first);
+    agent a = first.spawn_agent(supervised());
+    const reply paused = must_reply(a.ask("mail bob", {.request_id = "r1"}));
+    REQUIRE(paused.paused());
+    // The free call's result is committed as it arrives, while the request waits.
+    auto search_stored = [&] {
+      const auto t = a.snapshot();
+      return t && !t->of_kind(entry_kind::tool_result).empty();
+    };
+    const auto until = std::chrono::steady_clock::now() + patience;
+    while (!search_stored() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    REQUIRE(search_stored());
+  }
+  runtime second({.provider = second_model, .store = std::make_shared<sqlite_store>(file.path.string())});
+  tools.add_to(second);
+  agent a = second.spawn_agent(supervised());
+  const reply done = must_reply(a.decide(decide("r1", verdict::approve, "k1")));
+  CHECK(answer_of(done) == "done: sent to bob");
+  // Each tool ran exactly once over both runtimes, and the model call that
+  // asked for them was not made again.
+  CHECK(tools.searches == 1);
+  CHECK(tools.sends == 1);
+  CHECK(first_model->calls() == 1);
+  CHECK(second_model->calls() == 1);
+  const auto t = a.snapshot();
+  REQUIRE(t);
+  CHECK(every_call_answered(*t));
+  const auto results = t->of_kind(entry_kind::tool_result);
+  REQUIRE(results.size() == 2);
+  CHECK(results[0]->payload.at("result") == "found");  // from the first runtime, not interrupted
+  CHECK(t->of_kind(entry_kind::decision).size() == 1);
+}
