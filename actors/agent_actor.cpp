@@ -281,6 +281,7 @@ class agent_logic {
     slot->lease = lease ? std::make_unique<thread_lease>(std::move(*lease)) : nullptr;
     slot->phase = slot_phase::ready;
     report(telemetry_kind::thread_loaded, thread_id, {});
+    schedule_expiry(*slot);
     release_held(*slot);
   }
 
@@ -430,6 +431,7 @@ class agent_logic {
         slot =
             &st_.threads.insert(thread_id, thread_slot(std::move(*loaded), st_.profile->max_queued_asks), steady_ms());
         report(telemetry_kind::thread_loaded, thread_id, {});
+        schedule_expiry(*slot);
       } else {
         slot = &begin_load(thread_id);
       }
@@ -454,10 +456,21 @@ class agent_logic {
   // tools of the turn that still run. An approval_tick is due at the
   // earliest deadline.
   void pause(thread_slot& slot, awaiting_input x) {
-    if (const std::int64_t due = x.next_expiry(); due > 0 && due != std::numeric_limits<std::int64_t>::max())
-      self_->delayed_send(self_, std::chrono::milliseconds(std::max<std::int64_t>(0, due - now_ms())),
-                          signal_atom::value, slot.conversation.history().id(), signal{approval_tick{x.request_id}});
+    schedule_expiry(slot);
     finish(slot, paused_reply(x.request_id, x.usage, x.iterations, std::move(x.pending)));
+  }
+
+  // A paused request hears an approval_tick at its earliest deadline: when
+  // it pauses, and when its thread is loaded paused (after a restart).
+  void schedule_expiry(thread_slot& slot) {
+    const react_state& state = slot.conversation.state();
+    if (state.status != react_status::awaiting_input) return;
+    std::int64_t due = std::numeric_limits<std::int64_t>::max();
+    for (const pending_tool_call& p : state.tool_calls)
+      if (p.awaiting_until) due = std::min(due, p.awaiting_until);
+    if (due == std::numeric_limits<std::int64_t>::max()) return;  // none, or no deadline
+    self_->delayed_send(self_, std::chrono::milliseconds(std::max<std::int64_t>(0, due - now_ms())), signal_atom::value,
+                        slot.conversation.history().id(), signal{approval_tick{state.request_id.str()}});
   }
 
   static reply paused_reply(const std::string& request_id, token_usage usage, int iterations,

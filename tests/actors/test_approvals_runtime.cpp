@@ -157,3 +157,31 @@ TEST_CASE("a pause outlives its runtime: a new runtime on the same SQLite file c
   CHECK(results[0]->payload.at("result") == "found");  // from the first runtime, not interrupted
   CHECK(t->of_kind(entry_kind::decision).size() == 1);
 }
+
+TEST_CASE("a pause nobody decides takes its rule's default at the deadline") {
+  counted_tools tools;
+  runtime rt({.provider = search_and_send()});
+  tools.add_to(rt);
+  agent_spec spec = supervised();
+  spec.approvals["send"].timeout_ms = 1;
+  agent a = rt.spawn_agent(spec);
+  REQUIRE(must_reply(a.ask("mail bob", {.request_id = "r1"})).paused());
+
+  // The agent's tick commits the default (reject) and the request goes on to its answer.
+  auto answered = [&] {
+    const auto t = a.snapshot();
+    return t && t->last_assistant_text() ==
+                    std::optional<std::string>(
+                        R"(done: {"error":{"type":"expired","message":"no decision came before the deadline"}})");
+  };
+  const auto until = std::chrono::steady_clock::now() + patience;
+  while (!answered() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  CHECK(answered());
+  CHECK(tools.sends == 0);
+  const auto t = a.snapshot();
+  REQUIRE(t);
+  const auto decisions = t->of_kind(entry_kind::decision);
+  REQUIRE(decisions.size() == 1);
+  CHECK(decisions[0]->payload.at("expired") == true);
+  CHECK(decisions[0]->payload.at("decided_by") == "expiry");
+}
