@@ -19,6 +19,19 @@ namespace {
 constexpr std::string_view no_such_tool = "there is no tool named \"";
 constexpr std::string_view not_an_object = "the arguments are not a JSON object: ";
 
+// An observation's origin as its message's extras. A round's observations
+// share one origin, so the last one made on this thread is handed out again
+// (shared, not copied) while it matches.
+json_extras origin_extras(const observation_origin& o) {
+  thread_local observation_origin last;
+  thread_local json_extras made;
+  if (made.empty() || !(last == o)) {
+    made = json_extras(boost::json::object{{"observation", to_json(o)}});
+    last = o;
+  }
+  return made;
+}
+
 // One step of the machine: reads the inputs, accumulates the state, the
 // entries and the directives, and hands them back as a step_result.
 class stepper {
@@ -59,7 +72,7 @@ class stepper {
     // An observation is the user's turn too (it is what the model answers),
     // marked with its origin so the thread tells it from a person's words.
     json_extras origin;
-    if (q.observation) origin = json_extras(boost::json::object{{"observation", to_json(*q.observation)}});
+    if (q.observation) origin = origin_extras(*q.observation);
     commit(message_payload{"user", q.text, {}, {}, std::move(origin)}, refs());
     start_llm_call();
   }

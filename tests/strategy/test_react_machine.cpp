@@ -52,6 +52,27 @@ TEST_CASE("an observation starts a request as the user's turn, marked with its o
   }
 }
 
+TEST_CASE("a round's observations share one origin object between agents") {
+  harness a, b;
+  query qa{"r1", "t", "Nothing new.", {}}, qb{"r1", "t", "Nothing new.", {}};
+  qa.observation = qb.observation = observation_origin{"social", 4};
+  a.feed(qa);
+  b.feed(qb);
+  const auto* ea = a.history().last()->payload.get_if<message_payload>();
+  const auto* eb = b.history().last()->payload.get_if<message_payload>();
+  REQUIRE(ea);
+  REQUIRE(eb);
+  CHECK(ea->extra.get() == eb->extra.get());
+  SECTION("another round's origin is another object, with its own round") {
+    harness c;
+    query qc{"r2", "t", "Nothing new.", {}};
+    qc.observation = observation_origin{"social", 5};
+    c.feed(qc);
+    CHECK(c.history().last()->payload.at("observation") == json::object{{"source", "social"}, {"round", 5}});
+    CHECK(a.history().last()->payload.at("observation") == json::object{{"source", "social"}, {"round", 4}});
+  }
+}
+
 TEST_CASE("a query starts a request") {
   harness h;
   const llm_stream s = h.ask("r1", "hello");
