@@ -23,8 +23,8 @@ struct approval_rule {
   approval_mode mode = approval_mode::never;
   // For `predicate`: true when the call needs approval. One that throws
   // denies the call outright (fail closed): it never runs and never asks.
-  std::function<bool(const boost::json::object& arguments)> needs_approval;
-  std::string reason;  // shown with the request; empty: "<tool> requires approval"
+  std::function<bool(const boost::json::object& arguments)> needs_approval{};
+  std::string reason{};  // shown with the request; empty: "<tool> requires approval"
   std::int64_t timeout_ms = 24 * 3'600'000;
   // What a pause becomes when nobody decided before its deadline: reject
   // (deny) unless the rule says approve. An edit is not a default.

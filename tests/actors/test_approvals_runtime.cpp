@@ -4,7 +4,9 @@
 
 #include "support/runtime_harness.hpp"
 
+#include "runtime/store/memory_store.hpp"
 #include "runtime/store/sqlite/sqlite_store.hpp"
+#include "strategy/react_thread.hpp"
 #include "support/sqlite_file.hpp"
 
 #include <atomic>
@@ -184,4 +186,42 @@ TEST_CASE("a pause nobody decides takes its rule's default at the deadline") {
   REQUIRE(decisions.size() == 1);
   CHECK(decisions[0]->payload.at("expired") == true);
   CHECK(decisions[0]->payload.at("decided_by") == "expiry");
+}
+
+TEST_CASE("a paused thread loaded past its deadline takes the default without anyone deciding") {
+  // The thread as a process that died long ago left it: r1 paused on send,
+  // its deadline an hour after 1970 began.
+  auto store = std::make_shared<memory_store>();
+  {
+    react_config config;
+    config.model = "m";
+    config.tools = make_tool_set({tool_spec{"send", "sends", {{"type", "object"}}}});
+    config.approvals = std::make_shared<const std::map<std::string, approval_rule, std::less<>>>(
+        std::map<std::string, approval_rule, std::less<>>{{"send", approval_rule{approval_mode::always}}});
+    react_thread left(thread("a:default", 0));
+    sequential_ids ids;
+    const applied asked = left.apply(config, query{"r1", "a:default", "mail bob", {}}, 1000, ids);
+    const std::string call_id = std::get<llm_stream>(asked.directives.front()).call_id;
+    left.apply(config, llm_result{call_id, llm_completion{"", "", {call("s2", "send", {{"to", "bob"}})}, {}, ""}}, 1001,
+               ids);
+    REQUIRE(left.state().status == react_status::awaiting_input);
+    REQUIRE(store->append(left.history(), 0).has_value());
+  }
+  counted_tools tools;
+  runtime rt({.provider = search_and_send(), .store = store});
+  tools.add_to(rt);
+  agent a = rt.spawn_agent(supervised());
+  // An ask loads the thread (and is refused: the request is paused); the
+  // load schedules the tick, already due.
+  CHECK(error_type_of(must_reply(a.ask("anything?"))) == error_type::busy);
+  auto answered = [&] {
+    const auto t = a.snapshot();
+    return t && t->last_assistant_text() ==
+                    std::optional<std::string>(
+                        R"(done: {"error":{"type":"expired","message":"no decision came before the deadline"}})");
+  };
+  const auto until = std::chrono::steady_clock::now() + patience;
+  while (!answered() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  CHECK(answered());
+  CHECK(tools.sends == 0);
 }
