@@ -61,6 +61,27 @@ decision decide(const std::string& request_id, verdict v, std::string key = {}) 
   return d;
 }
 
+// Whether `holds` comes true within the patience: for what the agent does
+// with nobody waiting for it (a result committed while paused, an expiry),
+// seen in its snapshots.
+template <class Condition>
+bool eventually(Condition holds) {
+  const auto until = std::chrono::steady_clock::now() + patience;
+  while (!holds()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// The thread ends with the model's answer to send's expiry.
+bool answered_after_expiry(const agent& a) {
+  const auto t = a.snapshot();
+  return t && t->last_assistant_text() ==
+                  std::optional<std::string>(
+                      R"(done: {"error":{"type":"expired","message":"no decision came before the deadline"}})");
+}
+
 }  // namespace
 
 TEST_CASE("a request that needs approval pauses, and a decision continues it") {
@@ -132,13 +153,10 @@ TEST_CASE("a pause outlives its runtime: a new runtime on the same SQLite file c
     const reply paused = must_reply(a.ask("mail bob", {.request_id = "r1"}));
     REQUIRE(paused.paused());
     // The free call's result is committed as it arrives, while the request waits.
-    auto search_stored = [&] {
+    REQUIRE(eventually([&] {
       const auto t = a.snapshot();
       return t && !t->of_kind(entry_kind::tool_result).empty();
-    };
-    const auto until = std::chrono::steady_clock::now() + patience;
-    while (!search_stored() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
-    REQUIRE(search_stored());
+    }));
   }
   runtime second({.provider = second_model, .store = std::make_shared<sqlite_store>(file.path.string())});
   tools.add_to(second);
@@ -170,15 +188,7 @@ TEST_CASE("a pause nobody decides takes its rule's default at the deadline") {
   REQUIRE(must_reply(a.ask("mail bob", {.request_id = "r1"})).paused());
 
   // The agent's tick commits the default (reject) and the request goes on to its answer.
-  auto answered = [&] {
-    const auto t = a.snapshot();
-    return t && t->last_assistant_text() ==
-                    std::optional<std::string>(
-                        R"(done: {"error":{"type":"expired","message":"no decision came before the deadline"}})");
-  };
-  const auto until = std::chrono::steady_clock::now() + patience;
-  while (!answered() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
-  CHECK(answered());
+  CHECK(eventually([&] { return answered_after_expiry(a); }));
   CHECK(tools.sends == 0);
   const auto t = a.snapshot();
   REQUIRE(t);
@@ -214,14 +224,6 @@ TEST_CASE("a paused thread loaded past its deadline takes the default without an
   // An ask loads the thread (and is refused: the request is paused); the
   // load schedules the tick, already due.
   CHECK(error_type_of(must_reply(a.ask("anything?"))) == error_type::busy);
-  auto answered = [&] {
-    const auto t = a.snapshot();
-    return t && t->last_assistant_text() ==
-                    std::optional<std::string>(
-                        R"(done: {"error":{"type":"expired","message":"no decision came before the deadline"}})");
-  };
-  const auto until = std::chrono::steady_clock::now() + patience;
-  while (!answered() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
-  CHECK(answered());
+  CHECK(eventually([&] { return answered_after_expiry(a); }));
   CHECK(tools.sends == 0);
 }
