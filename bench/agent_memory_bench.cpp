@@ -1,4 +1,4 @@
-// What an agent costs to hold and to start and stop, at scale (issue 16):
+// What an agent costs to hold and to start and stop, at scale:
 //
 //   1. memory per agent after one turn with one tool call (the spawned agent,
 //      its thread of 4 entries, its machine state): the growth of resident

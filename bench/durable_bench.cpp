@@ -1,5 +1,5 @@
 // Simulations that commit every step to a durable store, next to the same
-// simulation on the memory store measured in the same run (issue 13):
+// simulation on the memory store measured in the same run:
 //
 //   1. turns per second of N agents × M turns (zero-latency scripted model,
 //      one tool call per turn) on memory, SQLite (WAL, synchronous=NORMAL),
@@ -17,7 +17,7 @@
 //
 // --only runs the memory store and STORE (sqlite, "sqlite sync=full",
 // postgres) in section 1; --skip-slowed leaves section 2 out. Both are for
-// profiling one store; docs/benchmarks.md's figures come from a full run.
+// profiling one store; docs/benchmarks.md says which run each table comes from.
 
 #include "apps/simulation.hpp"
 #include "bench/bench_support.hpp"
@@ -76,7 +76,7 @@ std::vector<double> simulate(std::shared_ptr<thread_store> store, std::size_t ag
   o.agents = agents;
   o.turns = turns;
   o.tools_per_turn = 1;
-  o.concurrency = 0;  // every agent at once: the load issue 13's goals name
+  o.concurrency = 0;  // every agent at once: the heaviest load, the one the figures describe
   o.store = std::move(store);
   simulation_progress progress;
   const double cpu_before = bench::process_cpu_seconds();

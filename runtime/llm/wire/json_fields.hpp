@@ -3,7 +3,7 @@
 // outside our control: any field may be missing, null, of another type or a
 // number that does not fit (an index of -1, a count of 1e300). Reading one
 // never throws (Boost.JSON's as_* and to_number<T>() without an error code
-// do, and a throw inside curl's write callback used to abort the process);
+// do, and a throw inside curl's write callback would abort the process);
 // instead the first field that is there but wrong is remembered, with its
 // path, so that the decoder can end the call with a malformed_response.
 //
