@@ -1,0 +1,268 @@
+// The agent's intake: asks, cancels and decisions from callers, and what
+// the executors send back, arriving; each thread's request queue (one
+// request runs, the others wait in order); a request's start and end, and
+// its pause for a person.
+
+#include "actors/detail/agent_state.hpp"
+#include "signals/utf8.hpp"
+#include "strategy/approvals.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+namespace troupe::detail {
+
+caf::result<reply> agent_logic::on_ask(query q, event_sink_actor events) {
+  if (q.thread_id.empty()) q.thread_id = default_thread_id();
+  if (st_.stopping) return refused(q.request_id, error_type::shutdown, "the agent is stopping");
+  if (q.request_id.empty()) return refused(q.request_id, error_type::invalid_query, "a query needs a request_id");
+  if (!is_valid_utf8(q.request_id) || !is_valid_utf8(q.thread_id))
+    return refused(valid_utf8(q.request_id), error_type::invalid_query,
+                   "a request id and a thread id must be valid UTF-8 (" + valid_utf8(q.request_id) + ", " +
+                       valid_utf8(q.thread_id) + ")");
+  // The question is committed as it is asked: bytes that are not UTF-8 (a
+  // terminal in another locale) are mended here, not refused.
+  repair_utf8(q);
+  if (st_.thread_of && st_.thread_of->count(q.request_id))
+    return refused(q.request_id, error_type::duplicate_request,
+                   "request " + q.request_id + " is already running on this agent");
+  auto where = slot_for(q.thread_id, q.request_id);
+  if (auto* refusal = std::get_if<reply>(&where)) return std::move(*refusal);
+  thread_slot* slot = std::get<thread_slot*>(where);
+  const auto admission = slot->asks.admit();
+  if (admission == request_queue<queued_ask>::admission::full)
+    return refused(
+        q.request_id, error_type::queue_full,
+        "thread " + q.thread_id + " already has " + std::to_string(st_.profile->max_queued_asks) + " asks waiting");
+  auto promise = self_->make_response_promise<reply>();
+  asker from{promise_guard<reply>(promise, q.request_id, &agent_crashed), std::move(events), steady_us()};
+  if (!st_.thread_of) st_.thread_of = std::make_unique<std::unordered_map<std::string, std::string>>();
+  (*st_.thread_of)[q.request_id] = q.thread_id;
+  if (admission == request_queue<queued_ask>::admission::start_now)
+    start(*slot, std::move(q), std::move(from));
+  else
+    slot->asks.push(queued_ask{std::move(q), std::move(from)});
+  return caf::delegated<reply>();
+}
+
+// A person's decision on a call a paused request waits for. It steps the
+// thread like any signal (after a load, when the thread is not in
+// memory: a pause outlives its process); the step's decision_answer
+// answers it (answer_decision).
+caf::result<reply> agent_logic::on_decide(std::string thread_id, decision d) {
+  if (thread_id.empty()) thread_id = default_thread_id();
+  if (st_.stopping) return refused(d.request_id, error_type::shutdown, "the agent is stopping");
+  if (!is_valid_utf8(d.request_id) || !is_valid_utf8(d.tool_call_id) || !is_valid_utf8(thread_id) ||
+      !is_valid_utf8(d.idempotency_key))
+    return refused(valid_utf8(d.request_id), error_type::invalid_query,
+                   "a decision's request id, tool call id, thread id and idempotency key must be valid UTF-8");
+  signal s{std::move(d)};
+  repair_utf8(s);  // the person's message and the edited arguments are committed
+  const decision& taken = std::get<decision>(s);
+  auto where = slot_for(thread_id, taken.request_id);
+  if (auto* refusal = std::get_if<reply>(&where)) return std::move(*refusal);
+  thread_slot& slot = *std::get<thread_slot*>(where);
+  if (!st_.snapshots) st_.snapshots = std::make_unique<snapshot_waiters>();
+  st_.snapshots->decisions.push_back(
+      waiting_decision{thread_id, taken.request_id, taken.tool_call_id, taken.idempotency_key,
+                       promise_guard<reply>(self_->make_response_promise<reply>(), taken.request_id, &agent_crashed)});
+  run(slot, s);
+  pump_tools(slot);
+  return caf::delegated<reply>();
+}
+
+// What executors send: what the model and the tools said comes in here,
+// mended to UTF-8 before anything commits it or streams it to a caller.
+void agent_logic::on_signal(const std::string& thread_id, signal s) {
+  thread_slot* slot = st_.threads.find(thread_id);
+  if (!slot) return;  // unloaded since: whatever this was for has ended
+  repair_utf8(s);
+  if (slot->phase != slot_phase::ready) {
+    slot->held.push_back({std::move(s), true});
+    return;
+  }
+  handle_signal(*slot, s);
+}
+
+void agent_logic::on_cancel(const std::string& request_id, const std::string& reason) {
+  if (!st_.thread_of) return;
+  auto where = st_.thread_of->find(request_id);
+  if (where == st_.thread_of->end()) return;
+  thread_slot& slot = *st_.threads.find(where->second);
+  if (slot.asks.running() == request_id) {
+    run(slot, cancel{request_id, reason});
+    return;
+  }
+  if (auto queued = slot.asks.remove(request_id)) {
+    forget_request(where);
+    queued->from.answer.deliver(refused(request_id, error_type::cancelled, reason));
+  }
+}
+
+// What arrived from an executor for a ready thread.
+void agent_logic::handle_signal(thread_slot& slot, const signal& s) {
+  if (auto* r = std::get_if<tool_result>(&s); r && !slot.tools.finished(r->tool_call_id)) return;
+  if (auto seen = observe(slot.conversation.state(), s, slot.running && slot.running->events))
+    report(slot, std::move(*seen), s);
+  run(slot, s);
+  pump_tools(slot);
+}
+
+void agent_logic::start(thread_slot& slot, query q, asker from) {
+  slot.asks.begin(q.request_id);
+  slot.running = std::make_unique<asker>(std::move(from));
+  trace_request(slot, q);
+  report(telemetry_kind::request_started, q.thread_id, q.request_id);
+  // A lease that ran out while the thread sat idle may have been taken by
+  // another process, which may have written since: take it again, and
+  // the thread with it, before this request steps on it.
+  if (slot.phase == slot_phase::ready && slot.lease && wall_clock_ms() >= slot.lease->expires_at_ms)
+    reload(slot, q.thread_id);
+  run(slot, signal{std::move(q)});
+}
+
+void agent_logic::finish(thread_slot& slot, reply r) {
+  const std::string& thread_id = slot.conversation.history().id();
+  if (slot.running && slot.asks.running() == r.request_id) {
+    if (st_.stopping && !r.ok() && std::get<error_info>(r.outcome).type == error_type::cancelled)
+      r.outcome = error_info::of(error_type::shutdown, "the agent stopped before the request finished");
+    report_request_end(slot, r);
+    forget_request(r.request_id);
+    slot.running->answer.deliver(std::move(r));
+    slot.running.reset();
+  }
+  slot.asks.end();
+  // A paused request's free calls still run, and their results still count.
+  if (!slot.conversation.state().busy()) slot.tools.clear();
+  slot.trace.reset();
+  st_.threads.touch(thread_id, steady_ms());
+  if (auto next = slot.asks.take_next()) start(slot, std::move(next->q), std::move(next->from));
+}
+
+// Ends the running ask and every queued one with an error, and forgets
+// what was held for them: for a thread that could not be loaded.
+void agent_logic::fail_every_ask(thread_slot& slot, const char* type, const std::string& message) {
+  slot.held.clear();
+  if (slot.running) {
+    const std::string id = slot.asks.running();
+    forget_request(id);
+    slot.running->answer.deliver(refused(id, type, message));
+    slot.running.reset();
+  }
+  fail_queued_asks(slot, type, message);
+}
+
+// Answers every ask still waiting in the thread's queue with an error.
+void agent_logic::fail_queued_asks(thread_slot& slot, const char* type, const std::string& message) {
+  for (auto& waiting : slot.asks.drain()) {
+    forget_request(waiting.q.request_id);
+    waiting.from.answer.deliver(refused(waiting.q.request_id, type, message));
+  }
+}
+
+// Answers the decides still waiting (for one thread, or all) with an error.
+void agent_logic::fail_decisions(const std::string* thread_id, const char* type, const std::string& message) {
+  if (!st_.snapshots) return;
+  std::erase_if(st_.snapshots->decisions, [&](waiting_decision& w) {
+    if (thread_id && w.thread_id != *thread_id) return false;
+    w.answer.deliver(refused(w.request_id, type, message));
+    return true;
+  });
+  if (st_.snapshots->empty()) st_.snapshots.reset();
+}
+
+agent_stats agent_logic::stats() const {
+  agent_stats out{st_.threads.size(), st_.thread_of ? st_.thread_of->size() : 0, 0, 0, st_.stopping};
+  st_.threads.for_each([&](const std::string&, thread_slot& slot) {
+    out.commits_in_flight += slot.phase == slot_phase::committing;
+    out.held_signals += slot.held.size();
+  });
+  return out;
+}
+
+// Ends every request with a shutdown error: running ones through the
+// machine (so their tool calls get results), queued ones directly. Threads
+// still loading end their asks at once. True when nothing is left in
+// flight with the store; otherwise the agent quits once it is.
+bool agent_logic::stop() {
+  st_.stopping = true;
+  std::vector<std::string> loading;
+  st_.threads.for_each([&](const std::string& id, thread_slot& slot) {
+    if (slot.phase == slot_phase::loading) {
+      fail_every_ask(slot, error_type::shutdown, "the agent is stopping");
+      loading.push_back(id);
+      return;
+    }
+    fail_queued_asks(slot, error_type::shutdown, "the agent is stopping");
+    if (!slot.asks.running().empty())
+      run(slot, cancel{slot.asks.running(), "the agent is stopping", error_type::shutdown});
+  });
+  for (const auto& id : loading) st_.threads.erase(id);
+  fail_decisions(nullptr, error_type::shutdown, "the agent is stopping");
+  return settled();
+}
+
+// The request paused: its ask (or the decide that continued it) is
+// answered with the calls that wait, and the thread is free for the
+// tools of the turn that still run. An approval_tick is due at the
+// earliest deadline.
+void agent_logic::pause(thread_slot& slot, awaiting_input x) {
+  schedule_expiry(slot);
+  finish(slot, paused_reply(x.request_id, x.usage, x.iterations, std::move(x.pending)));
+}
+
+// A paused request hears an approval_tick at its earliest deadline: when
+// it pauses, and when its thread is loaded paused (after a restart).
+void agent_logic::schedule_expiry(thread_slot& slot) {
+  const react_state& state = slot.conversation.state();
+  if (state.status != react_status::awaiting_input) return;
+  std::int64_t due = std::numeric_limits<std::int64_t>::max();
+  for (const pending_tool_call& p : state.tool_calls)
+    if (p.awaiting_until) due = std::min(due, p.awaiting_until);
+  if (due == std::numeric_limits<std::int64_t>::max()) return;  // none, or no deadline
+  self_->delayed_send(self_, std::chrono::milliseconds(std::max<std::int64_t>(0, due - now_ms())), signal_atom::value,
+                      slot.conversation.history().id(), signal{approval_tick{state.request_id.str()}});
+}
+
+reply agent_logic::paused_reply(const std::string& request_id, token_usage usage, int iterations,
+                                std::vector<open_approval> pending) {
+  const std::string message =
+      std::to_string(pending.size()) + " tool call(s) of request " + request_id + " wait for a decision";
+  return reply{request_id, error_info::of(error_type::awaiting_input, message), usage, iterations, std::move(pending)};
+}
+
+// A decision's step answered it: the decide hears the refusal, that the
+// request still waits, or (once the decision was taken) the request's
+// next pause or end, as its running ask.
+void agent_logic::answer_decision(thread_slot& slot, decision_answer x) {
+  if (!st_.snapshots) return;
+  const std::string& thread_id = slot.conversation.history().id();
+  auto& all = st_.snapshots->decisions;
+  auto it = std::find_if(all.begin(), all.end(), [&](const waiting_decision& w) {
+    return w.thread_id == thread_id && w.request_id == x.request_id && w.tool_call_id == x.tool_call_id &&
+           w.idempotency_key == x.idempotency_key;
+  });
+  if (it == all.end()) return;
+  promise_guard<reply> answer = std::move(it->answer);
+  all.erase(it);
+  if (st_.snapshots->empty()) st_.snapshots.reset();
+  if (x.error) return answer.deliver(refused(x.request_id, x.error->type.c_str(), x.error->message));
+  const react_state& state = slot.conversation.state();
+  const bool same = state.request_id == x.request_id;
+  if (same && state.status == react_status::awaiting_input)
+    return answer.deliver(paused_reply(x.request_id, state.request_usage, state.iteration,
+                                       pending_approvals(slot.conversation.history(), x.request_id)));
+  if (same && (x.taken || state.busy()) && !slot.running && slot.asks.running().empty()) {
+    slot.asks.begin(x.request_id);
+    slot.running = std::make_unique<asker>(asker{std::move(answer), {}, steady_us()});
+    if (!st_.thread_of) st_.thread_of = std::make_unique<std::unordered_map<std::string, std::string>>();
+    (*st_.thread_of)[x.request_id] = thread_id;
+    return;
+  }
+  answer.deliver(refused(
+      x.request_id, error_type::already_decided,
+      "tool call " + x.tool_call_id + " of request " + x.request_id + " was decided already, and the request went on"));
+}
+
+}  // namespace troupe::detail
