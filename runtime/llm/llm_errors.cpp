@@ -4,8 +4,9 @@
 #include "runtime/text.hpp"
 #include "signals/json_parse.hpp"
 
+#include <curl/curl.h>
+
 #include <algorithm>
-#include <array>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -109,25 +110,11 @@ error_info classify_stream_error(const json::value& error) {
 }
 
 std::optional<std::int64_t> parse_http_date(std::string_view s) {
-  // "Sun, 06 Nov 1994 08:49:37 GMT"
-  static constexpr std::array<std::string_view, 12> months{"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                                           "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  if (s.size() != 29 || s[3] != ',' || s.substr(25) != " GMT") return std::nullopt;
-  auto number = [&](std::size_t at, std::size_t len) -> std::optional<int> {
-    int v = 0;
-    auto [end, ec] = std::from_chars(s.data() + at, s.data() + at + len, v);
-    if (ec != std::errc{} || end != s.data() + at + len) return std::nullopt;
-    return v;
-  };
-  const auto day = number(5, 2), year = number(12, 4), h = number(17, 2), m = number(20, 2), sec = number(23, 2);
-  const auto month = std::find(months.begin(), months.end(), s.substr(8, 3));
-  if (!day || !year || !h || !m || !sec || month == months.end()) return std::nullopt;
-  using namespace std::chrono;
-  const year_month_day ymd{std::chrono::year{*year}, std::chrono::month{unsigned(month - months.begin() + 1)},
-                           std::chrono::day{unsigned(*day)}};
-  if (!ymd.ok() || *h > 23 || *m > 59 || *sec > 60) return std::nullopt;
-  const auto t = sys_days{ymd} + hours{*h} + minutes{*m} + seconds{*sec};
-  return duration_cast<milliseconds>(t.time_since_epoch()).count();
+  // curl_getdate needs a terminated string, and -1 is its only failure.
+  const std::string text(s);
+  const time_t at = curl_getdate(text.c_str(), nullptr);
+  if (at == -1) return std::nullopt;
+  return static_cast<std::int64_t>(at) * 1000;
 }
 
 std::optional<double> parse_retry_after(std::string_view header, std::int64_t now_ms) {

@@ -33,7 +33,11 @@ bool is_retryable(std::string_view error_type);
 
 // Retry-After as delta-seconds ("120", "1.5") or as an HTTP date.
 std::optional<double> parse_retry_after(std::string_view header, std::int64_t now_ms);
-// "Sun, 06 Nov 1994 08:49:37 GMT" (IMF-fixdate) as Unix milliseconds.
+// An HTTP date as Unix milliseconds, in any of the three forms a recipient
+// must accept (RFC 9110 5.6.7): IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT",
+// RFC 850 "Sunday, 06-Nov-94 08:49:37 GMT" and asctime "Sun Nov  6 08:49:37
+// 1994". libcurl's curl_getdate reads them; it is lenient beyond that (a
+// missing zone is GMT), and text it cannot read at all is nullopt.
 std::optional<std::int64_t> parse_http_date(std::string_view text);
 
 struct llm_retry_policy {

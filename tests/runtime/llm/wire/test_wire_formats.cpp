@@ -363,7 +363,19 @@ TEST_CASE("HTTP errors are typed from the status and the body") {
     CHECK(!parse_retry_after("soon", now));
     CHECK(!parse_retry_after("-3", now));
     CHECK(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT") == now);
-    CHECK(!parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT"));
+  }
+  SECTION("an HTTP date in each of the three forms a recipient must accept") {
+    CHECK(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT") == now);   // IMF-fixdate
+    CHECK(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT") == now);  // RFC 850
+    CHECK(parse_http_date("Sun Nov  6 08:49:37 1994") == now);        // asctime
+    CHECK(parse_retry_after("Sunday, 06-Nov-94 08:50:07 GMT", now) == 30.0);
+    CHECK(parse_retry_after("Sun Nov  6 08:50:07 1994", now) == 30.0);
+  }
+  SECTION("text that is no date is no Retry-After") {
+    for (const char* bad : {"soon", "Sun", "Nov", "GMT", "tomorrow", "Sun, 06 Nov 1994 25:49:37 GMT", ""}) {
+      CHECK(!parse_http_date(bad));
+      CHECK(!parse_retry_after(bad, now));
+    }
   }
   SECTION("which errors are retried") {
     for (const char* t : {"rate_limited", "overloaded", "server", "network"}) CHECK(is_retryable(t));
