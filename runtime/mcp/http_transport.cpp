@@ -1,11 +1,10 @@
 #include "runtime/mcp/http_transport.hpp"
 
+#include "runtime/base64.hpp"
 #include "runtime/llm/wire/sse_parser.hpp"
 #include "runtime/mcp/json_rpc.hpp"
 #include "runtime/mcp/protocol.hpp"
 #include "runtime/text.hpp"
-
-#include <boost/beast/core/detail/base64.hpp>
 
 namespace troupe::mcp {
 
@@ -18,9 +17,7 @@ std::string header_value(std::string_view v) {
   for (unsigned char c : v) plain = plain && c >= 0x20 && c <= 0x7e;
   if (v.starts_with("=?base64?") && v.ends_with("?=")) plain = false;
   if (plain) return std::string(v);
-  std::string out(boost::beast::detail::base64::encoded_size(v.size()), '\0');
-  out.resize(boost::beast::detail::base64::encode(out.data(), v.data(), v.size()));
-  return "=?base64?" + out + "?=";
+  return "=?base64?" + base64_encoded(v) + "?=";
 }
 
 error_info http_failure(int status, std::string_view body) {
