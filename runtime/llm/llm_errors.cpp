@@ -1,8 +1,8 @@
 #include "runtime/llm/llm_errors.hpp"
 
-#include "runtime/llm/wire/json_fields.hpp"
 #include "runtime/text.hpp"
 #include "signals/json_parse.hpp"
+#include "signals/json_reader.hpp"
 
 #include <curl/curl.h>
 
@@ -20,12 +20,12 @@ namespace {
 
 // The error object of a body in either provider's shape. A field of the wrong
 // type in it is ignored: the call has failed already, and the status says how.
-std::optional<json_fields> error_object(const json::value& body, json_problem& ignored) {
-  if (const auto* o = body.if_object()) return json_fields(*o, "", ignored).object("error");
+std::optional<json_reader> error_object(const json::value& body, std::optional<decode_error>& ignored) {
+  if (const auto* o = body.if_object()) return json_reader(*o, "", ignored).nested("error");
   return std::nullopt;
 }
 
-bool mentions_context_length(const json_fields& e) {
+bool mentions_context_length(const json_reader& e) {
   const std::string text = ascii_lower(std::string(e.text("code")) + " " + std::string(e.text("message")));
   return text.find("context_length_exceeded") != std::string::npos ||
          text.find("context length") != std::string::npos || text.find("prompt is too long") != std::string::npos ||
@@ -63,8 +63,8 @@ error_info classify_http_error(int status, std::string_view body, std::string_vi
 
   boost::system::error_code ec;
   const json::value parsed = parse_json(body, ec);
-  json_problem ignored;
-  const std::optional<json_fields> detail = ec ? std::nullopt : error_object(parsed, ignored);
+  std::optional<decode_error> ignored;
+  const std::optional<json_reader> detail = ec ? std::nullopt : error_object(parsed, ignored);
   if (detail) {
     e.message = std::string(detail->text("message"));
     const std::string_view kind = detail->text("type");
@@ -95,8 +95,8 @@ error_info classify_stream_error(const json::value& error) {
     e.message = "the stream reported an error";
     return e;
   }
-  json_problem ignored;
-  const json_fields o(error.get_object(), "error", ignored);
+  std::optional<decode_error> ignored;
+  const json_reader o(error.get_object(), "error", ignored);
   e.message = std::string(o.text("message"));
   const std::string kind = ascii_lower(o.text("type")) + " " + ascii_lower(o.text("code"));
   if (kind.find("overloaded") != std::string::npos)

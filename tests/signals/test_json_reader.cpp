@@ -45,3 +45,59 @@ TEST_CASE("the json reader keeps the first error and its path") {
     CHECK(r.error().field == "root.nul");
   }
 }
+
+TEST_CASE("the json reader reads untrusted bytes in place") {
+  const json::value v =
+      json::parse(R"({"choices":[{"delta":{"content":"hi","tool_calls":[{"index":-1}]}}],"n":1e18,"m":1023.0,"t":7})");
+  std::optional<decode_error> sink;
+  const json_reader r(v.as_object(), "", sink);
+
+  SECTION("text and integers within their bounds") {
+    CHECK(r.integer<int>("m", 0, 1023) == 1023);
+    CHECK(r.text("missing").empty());
+    CHECK(!sink);
+  }
+  SECTION("an integer outside its bounds is an error naming them") {
+    CHECK(!r.integer<std::size_t>("m", 0, 1022));
+    CHECK(sink->describe() == "m: expected an integer from 0 to 1022");
+  }
+  SECTION("a double beyond 2^53 names no one integer") {
+    CHECK(!r.integer<std::int64_t>("n"));
+    CHECK(sink->field == "n");
+  }
+  SECTION("a text field of another type is an error") {
+    CHECK(r.text("t").empty());
+    CHECK(sink->describe() == "t: expected a string");
+  }
+  SECTION("a nested reader reports to the same sink, with the full path") {
+    const auto choice = r.element(*r.find_array("choices"), "choices", 0);
+    REQUIRE(choice);
+    const auto delta = choice->nested("delta");
+    REQUIRE(delta);
+    CHECK(delta->text("content") == "hi");
+    const auto call = delta->element(*delta->find_array("tool_calls"), "tool_calls", 0);
+    REQUIRE(call);
+    CHECK(!call->integer<std::size_t>("index", 0, 1023));
+    REQUIRE(sink);
+    CHECK(sink->describe() == "choices[0].delta.tool_calls[0].index: expected an integer from 0 to 1023");
+    CHECK(!r.ok());
+  }
+  SECTION("an element that is not an object is an error at its index") {
+    const json::array items{1};
+    CHECK(!r.element(items, "choices", 0));
+    CHECK(sink->field == "choices[0]");
+  }
+}
+
+TEST_CASE("a copy of a json reader keeps its own error") {
+  const json::value v = json::parse(R"({"a":{"b":"x"}})");
+  json_reader r(v, "");
+  const json_reader copy = r;
+  copy.fail("a", "wrong");
+  CHECK(!copy.ok());
+  CHECK(r.ok());
+  const auto a = r.nested("a");
+  REQUIRE(a);
+  a->fail("b", "also wrong");
+  CHECK(r.error().describe() == "a.b: also wrong");
+}

@@ -1,9 +1,9 @@
 #include "runtime/llm/wire/anthropic_format.hpp"
 
 #include "runtime/llm/llm_errors.hpp"
-#include "runtime/llm/wire/json_fields.hpp"
 #include "runtime/text.hpp"
 #include "signals/json_parse.hpp"
+#include "signals/json_reader.hpp"
 #include "signals/json_text.hpp"
 
 namespace troupe {
@@ -13,7 +13,7 @@ namespace json = boost::json;
 namespace {
 
 // Anthropic counts cached input apart: all of it was read by the model.
-std::optional<std::int64_t> input_tokens(const json_fields& usage) {
+std::optional<std::int64_t> input_tokens(const json_reader& usage) {
   const auto fresh = usage.integer<std::int64_t>("input_tokens", 0, max_token_count);
   const auto created = usage.integer<std::int64_t>("cache_creation_input_tokens", 0, max_token_count);
   const auto read = usage.integer<std::int64_t>("cache_read_input_tokens", 0, max_token_count);
@@ -22,7 +22,7 @@ std::optional<std::int64_t> input_tokens(const json_fields& usage) {
 }
 
 // Null when the object has neither count: unknown, not zero.
-std::optional<token_usage> usage_of(const json_fields& usage) {
+std::optional<token_usage> usage_of(const json_reader& usage) {
   const auto in = input_tokens(usage);
   const auto out = usage.integer<std::int64_t>("output_tokens", 0, max_token_count);
   if (!in && !out) return std::nullopt;
@@ -82,34 +82,34 @@ void anthropic_stream_decoder::on_event(const sse_event& e) {
     malformed("an event's data is not a JSON object: " + shortened(e.data, 200));
     return;
   }
-  json_problem problem;
-  read_event(json_fields(v.as_object(), "", problem), e.type);
-  if (problem) malformed("an event is malformed: " + *problem);
+  std::optional<decode_error> problem;
+  read_event(json_reader(v.as_object(), "", problem), e.type);
+  if (problem) malformed("an event is malformed: " + problem->describe());
 }
 
-void anthropic_stream_decoder::read_event(const json_fields& o, std::string_view sse_type) {
+void anthropic_stream_decoder::read_event(const json_reader& o, std::string_view sse_type) {
   // The data's own "type" names the event; the SSE event name repeats it.
   const std::string_view type = o.text("type").empty() ? sse_type : o.text("type");
 
   if (type == "message_start") {
-    if (const auto m = o.object("message")) {
-      if (const auto u = m->object("usage")) usage_ = usage_of(*u);
+    if (const auto m = o.nested("message")) {
+      if (const auto u = m->nested("usage")) usage_ = usage_of(*u);
       name_response(*m, "id", "model");
     }
   } else if (type == "content_block_start") {
-    const auto block = o.object("content_block");
+    const auto block = o.nested("content_block");
     const std::string_view kind = block ? block->text("type") : std::string_view{};
     if (kind == "tool_use") {
       const auto index = o.integer<std::size_t>("index");
-      if (!index) return o.note("index", "a tool_use block needs its index");
-      if (tool_calls_.size() >= max_tool_calls) return o.note("index", "too many tool calls");
+      if (!index) return o.fail("index", "a tool_use block needs its index");
+      if (tool_calls_.size() >= max_tool_calls) return o.fail("index", "too many tool calls");
       tool_blocks_.emplace_back(*index, tool_calls_.size());
       tool_calls_.push_back({std::string(block->text("id")), std::string(block->text("name")), {}});
     } else if (kind == "text") {
       text(block->text("text"));
     }
   } else if (type == "content_block_delta") {
-    const auto delta = o.object("delta");
+    const auto delta = o.nested("delta");
     if (!delta) return;
     const std::string_view kind = delta->text("type");
     if (kind == "text_delta") {
@@ -118,14 +118,14 @@ void anthropic_stream_decoder::read_event(const json_fields& o, std::string_view
       thinking(delta->text("thinking"));
     } else if (kind == "input_json_delta") {
       const auto index = o.integer<std::size_t>("index");
-      if (!index) return o.note("index", "an input_json_delta needs its block's index");
+      if (!index) return o.fail("index", "an input_json_delta needs its block's index");
       for (const auto& [block, call] : tool_blocks_)
         if (block == *index) tool_calls_[call].arguments += delta->text("partial_json");
     }
   } else if (type == "message_delta") {
-    if (const auto delta = o.object("delta"))
+    if (const auto delta = o.nested("delta"))
       if (auto reason = delta->text("stop_reason"); !reason.empty()) finish_reason_ = reason;
-    if (const auto u = o.object("usage")) {
+    if (const auto u = o.nested("usage")) {
       // Cumulative: the latest count replaces the earlier ones.
       const auto in = input_tokens(*u);
       const auto out = u->integer<std::int64_t>("output_tokens", 0, max_token_count);
@@ -136,7 +136,7 @@ void anthropic_stream_decoder::read_event(const json_fields& o, std::string_view
   } else if (type == "message_stop") {
     complete({});
   } else if (type == "error") {
-    const json::value* err = o.value("error");
+    const json::value* err = o.optional_value("error");
     fail(classify_stream_error(err ? *err : json::value(nullptr)));
   }
   // ping, content_block_stop and events added later need nothing.
@@ -147,14 +147,14 @@ llm_result decode_anthropic_response(const std::string& call_id, std::string_vie
   const json::value v = parse_json(body, ec);
   if (ec || !v.is_object())
     return {call_id, error_info::of(error_type::malformed_response, "the response is not a JSON object", 1)};
-  json_problem problem;
-  const json_fields o(v.as_object(), "", problem);
+  std::optional<decode_error> problem;
+  const json_reader o(v.as_object(), "", problem);
   if (o.text("type") == "error") {
-    const json::value* err = o.value("error");
+    const json::value* err = o.optional_value("error");
     return {call_id, classify_stream_error(err ? *err : json::value(nullptr))};
   }
   llm_completion c;
-  if (const json::array* content = o.array("content")) {
+  if (const json::array* content = o.find_array("content")) {
     for (std::size_t i = 0; i < content->size(); ++i) {
       const auto block = o.element(*content, "content", i);
       if (!block) break;
@@ -164,7 +164,7 @@ llm_result decode_anthropic_response(const std::string& call_id, std::string_vie
       else if (kind == "thinking")
         c.thinking += block->text("thinking");
       else if (kind == "tool_use") {
-        const json::value* input = block->value("input");
+        const json::value* input = block->optional_value("input");
         c.tool_calls.push_back(assemble_tool_call(std::string(block->text("id")), std::string(block->text("name")),
                                                   input ? json_text(*input) : std::string()));
       }
@@ -173,9 +173,10 @@ llm_result decode_anthropic_response(const std::string& call_id, std::string_vie
   c.finish_reason = o.text("stop_reason");
   c.response_id = response_label(o, "id");
   c.response_model = response_label(o, "model");
-  if (const auto u = o.object("usage")) c.usage = usage_of(*u);
+  if (const auto u = o.nested("usage")) c.usage = usage_of(*u);
   if (problem)
-    return {call_id, error_info::of(error_type::malformed_response, "the response is malformed: " + *problem, 1)};
+    return {call_id,
+            error_info::of(error_type::malformed_response, "the response is malformed: " + problem->describe(), 1)};
   return {call_id, std::move(c)};
 }
 

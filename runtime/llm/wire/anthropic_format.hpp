@@ -8,7 +8,7 @@
 
 namespace troupe {
 
-class json_fields;
+class json_reader;
 
 // The request body for POST {base}/v1/messages: system messages become the
 // top-level system prompt; an assistant's tool calls become tool_use blocks;
@@ -27,7 +27,7 @@ class anthropic_stream_decoder final : public stream_decoder {
   void on_event(const sse_event& e) override;
 
  private:
-  void read_event(const json_fields& o, std::string_view sse_type);
+  void read_event(const json_reader& o, std::string_view sse_type);
 
   // Content block index -> position in tool_calls_, for tool_use blocks.
   std::vector<std::pair<std::size_t, std::size_t>> tool_blocks_;

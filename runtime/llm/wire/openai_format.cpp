@@ -1,9 +1,9 @@
 #include "runtime/llm/wire/openai_format.hpp"
 
 #include "runtime/llm/llm_errors.hpp"
-#include "runtime/llm/wire/json_fields.hpp"
 #include "runtime/text.hpp"
 #include "signals/json_parse.hpp"
+#include "signals/json_reader.hpp"
 #include "signals/json_text.hpp"
 
 namespace troupe {
@@ -15,8 +15,8 @@ namespace {
 json::value text_or_null(const std::string& s) { return s.empty() ? json::value(nullptr) : json::value(s); }
 
 // Null when the chunk carries no usage (or a problem was noted).
-std::optional<token_usage> usage_of(const json_fields& chunk) {
-  const auto u = chunk.object("usage");
+std::optional<token_usage> usage_of(const json_reader& chunk) {
+  const auto u = chunk.nested("usage");
   if (!u) return std::nullopt;
   const auto in = u->integer<std::int64_t>("prompt_tokens", 0, max_token_count);
   const auto out = u->integer<std::int64_t>("completion_tokens", 0, max_token_count);
@@ -80,42 +80,42 @@ void openai_stream_decoder::on_event(const sse_event& e) {
     malformed("a stream chunk is not a JSON object: " + shortened(e.data, 200));
     return;
   }
-  json_problem problem;
-  read_chunk(json_fields(chunk.as_object(), "", problem));
-  if (problem) malformed("a stream chunk is malformed: " + *problem);
+  std::optional<decode_error> problem;
+  read_chunk(json_reader(chunk.as_object(), "", problem));
+  if (problem) malformed("a stream chunk is malformed: " + problem->describe());
 }
 
-void openai_stream_decoder::read_chunk(const json_fields& chunk) {
-  if (const json::value* err = chunk.value("error")) {
+void openai_stream_decoder::read_chunk(const json_reader& chunk) {
+  if (const json::value* err = chunk.optional_value("error")) {
     fail(classify_stream_error(*err));
     return;
   }
   if (auto u = usage_of(chunk)) usage_ = u;
   name_response(chunk, "id", "model");
-  const json::array* choices = chunk.array("choices");
+  const json::array* choices = chunk.find_array("choices");
   if (!choices || choices->empty()) return;
   const auto choice = chunk.element(*choices, "choices", 0);
   if (!choice) return;
-  if (const auto delta = choice->object("delta")) {
+  if (const auto delta = choice->nested("delta")) {
     text(delta->text("content"));
     thinking(delta->text("reasoning_content"));
-    if (const json::array* calls = delta->array("tool_calls")) {
+    if (const json::array* calls = delta->find_array("tool_calls")) {
       for (std::size_t position = 0; position < calls->size(); ++position) {
         const auto call = delta->element(*calls, "tool_calls", position);
         if (!call) return;
         // By index; by position in this delta when a server leaves it out.
         const auto given = call->integer<std::size_t>("index", 0, max_tool_calls - 1);
-        if (!given && call->value("index")) return;  // noted as a problem
+        if (!given && call->optional_value("index")) return;  // noted as a problem
         const std::size_t index = given.value_or(position);
         if (index >= max_tool_calls) {
-          call->note("index", "more tool calls than " + std::to_string(max_tool_calls));
+          call->fail("index", "more tool calls than " + std::to_string(max_tool_calls));
           return;
         }
         if (tool_calls_.size() <= index) tool_calls_.resize(index + 1);
         partial_tool_call& p = tool_calls_[index];
         // The id and the name come with the first fragment.
         if (p.id.empty()) p.id = call->text("id");
-        if (const auto f = call->object("function")) {
+        if (const auto f = call->nested("function")) {
           if (p.name.empty()) p.name = f->text("name");
           p.arguments += f->text("arguments");
         }

@@ -9,7 +9,7 @@
 
 namespace troupe {
 
-class json_fields;
+class json_reader;
 
 // The request body for POST {base}/chat/completions. Streaming asks for the
 // final usage chunk (stream_options.include_usage).
@@ -25,7 +25,7 @@ class openai_stream_decoder final : public stream_decoder {
   void on_event(const sse_event& e) override;
 
  private:
-  void read_chunk(const json_fields& chunk);
+  void read_chunk(const json_reader& chunk);
 };
 
 // A non-streaming response body.

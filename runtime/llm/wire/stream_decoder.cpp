@@ -47,12 +47,12 @@ void stream_decoder::malformed(std::string what) {
   fail(error_info::of(error_type::malformed_response, std::move(what), 1));
 }
 
-std::string response_label(const json_fields& o, std::string_view key) {
-  const boost::json::value* v = o.value(key);
+std::string response_label(const json_reader& o, std::string_view key) {
+  const boost::json::value* v = o.optional_value(key);
   return v && v->is_string() ? shortened(v->get_string(), 256) : std::string();
 }
 
-void stream_decoder::name_response(const json_fields& o, std::string_view id_key, std::string_view model_key) {
+void stream_decoder::name_response(const json_reader& o, std::string_view id_key, std::string_view model_key) {
   if (response_id_.empty()) response_id_ = response_label(o, id_key);
   if (response_model_.empty()) response_model_ = response_label(o, model_key);
 }

@@ -3,8 +3,8 @@
 // come, and one llm_result at the end. Each wire format (OpenAI chat
 // completions, Anthropic messages) is a subclass; what they share lives here.
 
-#include "runtime/llm/wire/json_fields.hpp"
 #include "runtime/llm/wire/sse_parser.hpp"
+#include "signals/json_reader.hpp"
 #include "signals/llm_delta.hpp"
 #include "signals/llm_result.hpp"
 
@@ -52,7 +52,7 @@ class stream_decoder {
   void malformed(std::string what);
   // Remembers the response's id and model (response_label) from the first
   // object that names them.
-  void name_response(const json_fields& o, std::string_view id_key, std::string_view model_key);
+  void name_response(const json_reader& o, std::string_view id_key, std::string_view model_key);
 
   std::vector<partial_tool_call> tool_calls_;
   std::optional<token_usage> usage_;
@@ -72,7 +72,7 @@ class stream_decoder {
 // A response's id or model, as a server names them in `key`: only a string
 // counts, cut to 256 bytes, else "". They only label spans, so a server that
 // sends something else there does not fail the call.
-std::string response_label(const json_fields& o, std::string_view key);
+std::string response_label(const json_reader& o, std::string_view key);
 
 // Parses a tool call's argument text: an object is used as it is, empty
 // text is {}, anything else is kept raw as invalid_arguments so that the
