@@ -7,13 +7,13 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_range.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/url/parse.hpp>
 
 #include <algorithm>
-#include <sstream>
+#include <utility>
 #include <vector>
 
 namespace troupe::serve {
@@ -48,14 +48,6 @@ void session_registry::drain_all() {
 
 namespace {
 
-std::string serialize(http_response& r) {
-  r.set(http::field::server, "troupe");
-  r.prepare_payload();
-  std::ostringstream out;
-  out << r;
-  return out.str();
-}
-
 bool client_went_away(const beast::error_code& ec) {
   return ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
          ec == net::error::broken_pipe || ec == beast::error::timeout || ec == net::error::operation_aborted;
@@ -66,7 +58,6 @@ bool client_went_away(const beast::error_code& ec) {
 session::session(net::ip::tcp::socket socket, connection_context& ctx)
     : stream_(std::move(socket)),
       read_deadline_(stream_.get_executor()),
-      write_deadline_(stream_.get_executor()),
       heartbeat_(stream_.get_executor()),
       ctx_(ctx) {}
 
@@ -137,12 +128,8 @@ void session::on_header(beast::error_code ec) {
     return refuse_request(http::error::body_limit);
   parser_->body_limit(ctx_.limits.max_body_bytes);
   if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
-    static const std::string go_on = "HTTP/1.1 100 Continue\r\n\r\n";
-    net::async_write(stream_, net::buffer(go_on), [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      if (ec) return self->close();
-      self->read_body();
-    });
-    return;
+    body_after_write_ = true;
+    return queue_message(http::message_generator(http::response<http::empty_body>(http::status::continue_, 11)));
   }
   read_body();
 }
@@ -283,7 +270,9 @@ void session::reply_now(http_response r) {
   phase_ = phase::finishing;
   if (drain_asked_ || ctx_.draining) keep_alive_ = false;
   r.keep_alive(keep_alive_);
-  queue(serialize(r));
+  r.set(http::field::server, "troupe");
+  r.prepare_payload();
+  queue_message(http::message_generator(std::move(r)));
 }
 
 void session::send_response(http_response r) {
@@ -300,15 +289,21 @@ void session::start_stream(std::weak_ptr<event_stream> stream) {
     }
     self->phase_ = phase::streaming;
     self->stream_owner_ = std::move(stream);
-    // A slow reader is bounded by the backlog and the write deadline instead.
+    // The watch's read starts before any write: the stream's expiry, which
+    // each write sets, then applies to the writes alone.
     self->stream_.expires_never();
-    self->queue(
-        "HTTP/1.1 200 OK\r\nServer: troupe\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-        "X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n" +
-        std::string(self->keep_alive_ ? "" : "Connection: close\r\n") + "\r\n");
+    self->watch_for_close();
+    http::response<http::empty_body> head(http::status::ok, 11);
+    head.set(http::field::server, "troupe");
+    head.set(http::field::content_type, "text/event-stream");
+    head.set(http::field::cache_control, "no-cache");
+    head.set("X-Accel-Buffering", "no");
+    head.chunked(true);
+    head.keep_alive(self->keep_alive_);
+    self->out_.push_back({{}, std::make_unique<stream_head>(std::move(head))});
+    if (!self->writing_) self->write_next();
     self->last_chunk_ = std::chrono::steady_clock::now();
     self->arm_heartbeat();
-    self->watch_for_close();
   });
 }
 
@@ -325,13 +320,12 @@ void session::send_chunk(std::string data) {
 
 void session::queue_chunk(std::string data) {
   last_chunk_ = std::chrono::steady_clock::now();
-  // The frame around the data is queued beside it, not copied together
-  // with it: write_next() sends queued pieces in one gather write.
-  char size[24];
-  const int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
-  queue(std::string(size, static_cast<std::size_t>(n)));
-  queue(std::move(data));
-  queue("\r\n");
+  // The frame views the data where the deque keeps it: nothing is copied.
+  outgoing& o = out_.emplace_back();
+  o.payload = std::move(data);
+  o.bytes.emplace<chunk_frame>(http::make_chunk(net::const_buffer(o.payload.data(), o.payload.size())));
+  backlog_ += beast::buffer_bytes(std::get<chunk_frame>(o.bytes));
+  if (!writing_) write_next();
 }
 
 void session::arm_heartbeat() {
@@ -351,13 +345,13 @@ void session::end_stream() {
     self->phase_ = phase::finishing;
     self->heartbeat_.cancel();
     self->stream_owner_.reset();
-    self->queue("0\r\n\r\n");
+    self->out_.push_back({{}, last_frame(http::make_chunk_last())});
+    if (!self->writing_) self->write_next();
   });
 }
 
-void session::queue(std::string bytes) {
-  backlog_ += bytes.size();
-  out_.push_back(std::move(bytes));
+void session::queue_message(http::message_generator m) {
+  out_.push_back({{}, std::move(m)});
   if (!writing_) write_next();
 }
 
@@ -365,56 +359,82 @@ void session::write_next() {
   if (phase_ == phase::closing) return;
   if (out_.empty()) {
     writing_ = false;
-    if (phase_ == phase::finishing) after_answer();
+    if (phase_ == phase::finishing) return after_answer();
+    if (std::exchange(body_after_write_, false)) read_body();
     return;
   }
   writing_ = true;
-  write_progressed();
-  // Everything queued so far (up to a bound) goes in one write: a stream
-  // whose events come faster than the client reads sends them together.
-  // A deque's elements stay where they are as more are queued behind them.
-  constexpr std::size_t most_pieces = 64;
   std::vector<net::const_buffer> pieces;
-  pieces.reserve(std::min(out_.size(), most_pieces));
-  for (auto it = out_.begin(); it != out_.end() && pieces.size() < most_pieces; ++it)
-    pieces.push_back(net::buffer(*it));
-  // Asked after every partial write: each one that took bytes is progress.
-  auto progress = [self = shared_from_this()](const beast::error_code& ec, std::size_t) -> std::size_t {
-    if (ec) return 0;
-    self->write_progressed();
-    return 64 * 1024;
-  };
-  net::async_write(stream_, pieces, std::move(progress),
-                   [self = shared_from_this(), n = pieces.size()](beast::error_code ec, std::size_t) {
-                     for (std::size_t i = 0; i < n; ++i) {
-                       self->backlog_ -= self->out_.front().size();
-                       self->out_.pop_front();
-                     }
-                     if (ec) return self->close();
-                     self->write_next();
-                   });
+  beast::error_code ec;
+  gather(pieces, ec);
+  if (ec) return close();
+  stream_.expires_after(ctx_.limits.write_timeout);
+  stream_.async_write_some(
+      pieces, [self = shared_from_this()](beast::error_code ec, std::size_t n) { self->on_written(ec, n); });
 }
 
-void session::write_progressed() {
-  last_write_progress_ = std::chrono::steady_clock::now();
-  // An armed deadline looks at the last progress when it fires.
-  if (!write_deadline_armed_) arm_write_deadline();
+void session::gather(std::vector<net::const_buffer>& pieces, beast::error_code& ec) {
+  outgoing& front = out_.front();
+  if (auto* m = std::get_if<http::message_generator>(&front.bytes)) {
+    for (const auto& b : m->prepare(ec)) pieces.push_back(b);
+    return;
+  }
+  if (auto* h = std::get_if<std::unique_ptr<stream_head>>(&front.bytes)) {
+    (*h)->serializer.next(ec, [&](beast::error_code&, const auto& buffers) {
+      for (const auto& b : beast::buffers_range_ref(buffers)) pieces.push_back(b);
+    });
+    return;
+  }
+  // A writev takes at most 64 buffers; a chunk is 5 or fewer.
+  constexpr std::size_t most_pieces = 60;
+  for (auto& o : out_) {
+    if (pieces.size() >= most_pieces) break;
+    if (auto* c = std::get_if<chunk_frame>(&o.bytes))
+      for (const auto& b : *c) pieces.push_back(b);
+    else if (auto* l = std::get_if<last_frame>(&o.bytes))
+      for (const auto& b : *l) pieces.push_back(b);
+    else
+      break;
+  }
 }
 
-void session::arm_write_deadline() {
-  write_deadline_armed_ = true;
-  write_deadline_.expires_at(last_write_progress_ + ctx_.limits.write_timeout);
-  write_deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
-    self->write_deadline_armed_ = false;
-    if (!ec) self->on_write_deadline();
-  });
+// Takes the `n` bytes the socket took off the front of the queue.
+void session::consume(std::size_t n) {
+  while (!out_.empty()) {
+    outgoing& front = out_.front();
+    bool done = false;
+    if (auto* m = std::get_if<http::message_generator>(&front.bytes)) {
+      m->consume(std::exchange(n, 0));
+      done = m->is_done();
+    } else if (auto* h = std::get_if<std::unique_ptr<stream_head>>(&front.bytes)) {
+      (*h)->serializer.consume(std::exchange(n, 0));
+      done = (*h)->serializer.is_header_done();
+    } else if (auto* c = std::get_if<chunk_frame>(&front.bytes)) {
+      const std::size_t taken = std::min(beast::buffer_bytes(*c), n);
+      c->consume(taken);
+      n -= taken;
+      backlog_ -= taken;
+      done = beast::buffer_bytes(*c) == 0;
+    } else if (auto* l = std::get_if<last_frame>(&front.bytes)) {
+      const std::size_t taken = std::min(beast::buffer_bytes(*l), n);
+      l->consume(taken);
+      n -= taken;
+      done = beast::buffer_bytes(*l) == 0;
+    }
+    if (!done) return;
+    out_.pop_front();
+    if (n == 0) return;
+  }
 }
 
-void session::on_write_deadline() {
-  if (phase_ == phase::closing || !writing_) return;
-  if (last_write_progress_ + ctx_.limits.write_timeout > std::chrono::steady_clock::now()) return arm_write_deadline();
-  close("the client read nothing of its answer for " + std::to_string(ctx_.limits.write_timeout.count()) +
-        " ms (write_timeout_seconds)");
+void session::on_written(beast::error_code ec, std::size_t n) {
+  if (phase_ == phase::closing) return;
+  if (ec == beast::error::timeout)
+    return close("the client read nothing of its answer for " + std::to_string(ctx_.limits.write_timeout.count()) +
+                 " ms (write_timeout_seconds)");
+  if (ec) return close();
+  consume(n);
+  write_next();
 }
 
 void session::after_answer() {
@@ -437,6 +457,8 @@ void session::watch_for_close() {
       if (self->phase_ == phase::reading || (self->phase_ == phase::finishing && !self->writing_)) self->read_header();
       return;
     }
+    // The write's deadline closed the socket: the write's handler says why.
+    if (ec == net::error::operation_aborted && self->writing_) return;
     if (ec == net::error::operation_aborted && self->phase_ == phase::finishing) return self->read_header();
     self->close();
   });
@@ -451,7 +473,6 @@ void session::close(const std::string& why) {
   if (phase_ == phase::closing) return;
   phase_ = phase::closing;
   read_deadline_.cancel();
-  write_deadline_.cancel();
   heartbeat_.cancel();
   notify_gone(why);
   beast::error_code ec;

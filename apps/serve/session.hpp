@@ -16,8 +16,11 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
+#include <boost/beast/http/message_generator.hpp>
 
 #include <atomic>
 #include <deque>
@@ -27,6 +30,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <variant>
+#include <vector>
 
 namespace troupe::serve {
 
@@ -95,14 +100,33 @@ class session : public std::enable_shared_from_this<session> {
   http_response refusal(http::status status, std::string_view type, std::string_view message) const;
   void reply_now(http_response r);
   void record(const http_request& req, const std::string& route, unsigned status) const;
-  void queue(std::string bytes);
+  // One thing to write, its bytes handed out as buffers and consumed as the
+  // socket takes them: a whole response (Beast's message_generator), a
+  // stream's head (its serializer, the head alone), a chunk of the stream
+  // (make_chunk, viewing `payload`) or the stream's end (make_chunk_last).
+  struct stream_head {
+    explicit stream_head(http::response<http::empty_body> m) : message(std::move(m)) { serializer.split(true); }
+    http::response<http::empty_body> message;
+    http::response_serializer<http::empty_body> serializer{message};
+  };
+  using chunk_frame = boost::beast::buffers_suffix<http::chunk_body<boost::asio::const_buffer>>;
+  using last_frame = boost::beast::buffers_suffix<http::chunk_last<http::chunk_crlf>>;
+  struct outgoing {
+    std::string payload;
+    std::variant<std::monostate, http::message_generator, std::unique_ptr<stream_head>, chunk_frame, last_frame> bytes;
+  };
+  void queue_message(http::message_generator m);
+  // Writes what is queued. Every write of the session starts here, under
+  // write_timeout (the stream's expiry): a client that takes nothing of its
+  // answer for that long is disconnected; one that takes some bytes starts
+  // the next write, with a fresh deadline.
   void write_next();
-  // Every write has a deadline that each byte the client takes pushes back:
-  // a client that stops reading is disconnected write_timeout after its last
-  // progress, whether or not more is queued for it.
-  void write_progressed();
-  void arm_write_deadline();
-  void on_write_deadline();
+  void on_written(boost::beast::error_code ec, std::size_t n);
+  // The buffers of the next write: the front item's, or those of the chunks
+  // at the front, sent together (a stream whose events come faster than the
+  // client reads sends them in one gather write).
+  void gather(std::vector<boost::asio::const_buffer>& pieces, boost::beast::error_code& ec);
+  void consume(std::size_t n);
   // A comment line on a stream with nothing sent for stream_heartbeat.
   void arm_heartbeat();
   void queue_chunk(std::string data);
@@ -116,9 +140,6 @@ class session : public std::enable_shared_from_this<session> {
   boost::beast::tcp_stream stream_;
   boost::asio::steady_timer read_deadline_;
   bool read_timed_out_ = false;
-  boost::asio::steady_timer write_deadline_;
-  bool write_deadline_armed_ = false;
-  std::chrono::steady_clock::time_point last_write_progress_;
   boost::asio::steady_timer heartbeat_;
   std::chrono::steady_clock::time_point last_chunk_;
   connection_context& ctx_;
@@ -138,8 +159,11 @@ class session : public std::enable_shared_from_this<session> {
   bool drain_asked_ = false;
   bool watching_ = false;
   bool writing_ = false;
-  std::deque<std::string> out_;
-  std::size_t backlog_ = 0;
+  bool body_after_write_ = false;  // a 100 Continue is being written
+  // A deque's elements stay where they are as more are queued behind them:
+  // a chunk's frame views its payload in place.
+  std::deque<outgoing> out_;
+  std::size_t backlog_ = 0;  // the stream's bytes not yet written
   std::weak_ptr<event_stream> stream_owner_;
 };
 

@@ -94,6 +94,18 @@ TEST_CASE("serve: a request is judged on its head, before its body is read") {
     CHECK(r.status == 413);
     CHECK(r.error_type() == "body_too_large");
   }
+  SECTION("a request that asks for 100 Continue gets it before it sends its body, then its answer") {
+    http_client c = f.client();
+    const std::string body = message_body("helper", "hi");
+    c.send_raw(post + "Authorization: Bearer " + alice_key +
+               "\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n");
+    CHECK(c.read_reply().status == 100);
+    c.send_raw(body);
+    const http_reply r = c.read_reply();
+    CHECK(r.status == 200);
+    CHECK(r.json().at("answer") == "echo: hi");
+  }
   SECTION("a refused request without a body leaves the connection open for the next") {
     http_client c = f.client();
     CHECK(c.send(http::verb::get, "/v1/agents").status == 401);
