@@ -3,6 +3,7 @@
 #include "runtime/llm/scripted_provider.hpp"
 #include "runtime/random_ids.hpp"
 #include "runtime/tools/builtin_tools.hpp"
+#include "simulation/percentile.hpp"
 
 #include <dlfcn.h>
 #include <algorithm>
@@ -62,14 +63,10 @@ latency_summary summarize(std::vector<double> ms) {
   latency_summary s;
   s.samples = ms.size();
   if (ms.empty()) return s;
-  std::sort(ms.begin(), ms.end());
-  auto at = [&](double p) {
-    return ms[std::min(ms.size() - 1, static_cast<std::size_t>(p * static_cast<double>(ms.size())))];
-  };
-  s.p50 = at(0.50);
-  s.p90 = at(0.90);
-  s.p99 = at(0.99);
-  s.max = ms.back();
+  s.p50 = percentile(ms, 0.50);
+  s.p90 = percentile(ms, 0.90);
+  s.p99 = percentile(ms, 0.99);
+  s.max = *std::max_element(ms.begin(), ms.end());
   return s;
 }
 

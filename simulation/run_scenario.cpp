@@ -11,6 +11,7 @@
 #include "signals/json_text.hpp"
 #include "simulation/activation.hpp"
 #include "simulation/event_log.hpp"
+#include "simulation/percentile.hpp"
 #include "simulation/population.hpp"
 #include "world/seeded_random.hpp"
 
@@ -105,13 +106,6 @@ std::string clock_line(const clock_spec& clock, std::int64_t round) {
   std::snprintf(line, sizeof line, "Day %lld, %02lld:%02lld.\n", static_cast<long long>(minutes / 1440 + 1),
                 static_cast<long long>(minutes / 60 % 24), static_cast<long long>(minutes % 60));
   return line;
-}
-
-double percentile(std::vector<double>& xs, double q) {
-  if (xs.empty()) return 0;
-  const auto k = static_cast<std::size_t>(q * static_cast<double>(xs.size() - 1));
-  std::nth_element(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(k), xs.end());
-  return xs[k];
 }
 
 // The scripted stand-in for a model: what a round's policy decides, as tool
