@@ -12,6 +12,7 @@
 //   build/bench/endpoint_pool_bench [--calls 10000] [--cap 16] [--latency-us 5000] [--repeat 3]
 
 #include "bench/bench_support.hpp"
+#include "bench/closed_loop.hpp"
 #include "bench/mock_model_server.hpp"
 #include "runtime/llm/endpoint_pool.hpp"
 #include "runtime/llm/scripted_provider.hpp"
@@ -22,60 +23,17 @@
 #include <mutex>
 
 using namespace troupe;
+using troupe::bench::closed_loop;
+using troupe::bench::finish_line;
 using troupe::bench::flag;
 using troupe::bench::in_child;
 using troupe::bench::median;
 using troupe::bench::mock_model_server;
+using troupe::bench::no_retries;
 using troupe::bench::process_cpu_seconds;
 using clk = std::chrono::steady_clock;
 
 namespace {
-
-llm_stream request() {
-  llm_stream s;
-  s.call_id = "call";
-  s.model = "local";
-  s.messages = {llm_message{"user", "What now?", {}, {}, {}}};
-  return s;
-}
-
-// Counts the calls that ended, for the run to wait for the last.
-struct finish_line {
-  std::mutex m;
-  std::condition_variable cv;
-  std::size_t done = 0, failed = 0;
-  void count(const llm_result& r) {
-    std::lock_guard lock(m);
-    ++done;
-    failed += !r.ok();
-    cv.notify_all();
-  }
-  void wait_for(std::size_t n) {
-    std::unique_lock lock(m);
-    cv.wait(lock, [&] { return done >= n; });
-  }
-};
-
-http_settings no_retries() {
-  http_settings s;
-  s.retries = 0;
-  return s;
-}
-
-// Keeps `cap` calls going on `provider` until `started` reaches `calls`.
-struct closed_loop {
-  llm_provider& provider;
-  std::atomic<std::size_t>& started;
-  std::size_t calls;
-  finish_line& finish;
-  void next() {
-    if (started.fetch_add(1) >= calls) return;
-    provider.stream(request(), {{}, [this](llm_result r) {
-                                  finish.count(r);
-                                  next();
-                                }});
-  }
-};
 
 std::vector<double> direct_run(std::size_t calls, std::size_t cap, std::chrono::microseconds latency) {
   mock_model_server a(latency), b(latency);
@@ -110,7 +68,8 @@ std::vector<double> pool_run(std::size_t calls, std::size_t cap, std::chrono::mi
   const double cpu0 = process_cpu_seconds();
   const auto t0 = clk::now();
   if (all_at_once)
-    for (std::size_t i = 0; i < calls; ++i) pool.stream(request(), {{}, [&](llm_result r) { finish.count(r); }});
+    for (std::size_t i = 0; i < calls; ++i)
+      pool.stream(bench::short_call(), {{}, [&](llm_result r) { finish.count(r); }});
   else
     for (std::size_t i = 0; i < 2 * cap; ++i) loop.next();
   finish.wait_for(calls);
@@ -127,7 +86,8 @@ std::vector<double> own_cost(std::size_t calls) {
   std::size_t answered = 0;
   auto per_call = [&](llm_provider& p) {
     const auto t0 = clk::now();
-    for (std::size_t i = 0; i < calls; ++i) p.stream(request(), {[](llm_delta) {}, [&](llm_result) { ++answered; }});
+    for (std::size_t i = 0; i < calls; ++i)
+      p.stream(bench::short_call(), {[](llm_delta) {}, [&](llm_result) { ++answered; }});
     return std::chrono::duration<double, std::micro>(clk::now() - t0).count() / static_cast<double>(calls);
   };
   const double direct = per_call(*member);

@@ -19,6 +19,7 @@
 //   build/bench/simulation_bench --mock [--agents 10000] [--rounds 10] [--cap 32] [--latency-us 5000]
 
 #include "bench/bench_support.hpp"
+#include "bench/closed_loop.hpp"
 #include "bench/mock_model_server.hpp"
 #include "runtime/llm/http_llm_provider.hpp"
 #include "runtime/net/http_client.hpp"
@@ -258,39 +259,18 @@ std::vector<double> mock_scenario_run(std::size_t agents, std::int64_t rounds, s
 // A plain load client: the HTTP provider keeping `cap` calls going.
 std::vector<double> mock_load_run(std::size_t calls, std::size_t cap, std::chrono::microseconds latency) {
   bench::mock_model_server mock(latency);
-  http_settings settings;
-  settings.retries = 0;
-  http_llm_provider provider(http_options_for(mock.base_url(), "", settings), std::make_shared<http_client>());
-  std::mutex m;
-  std::condition_variable cv;
-  std::size_t ended = 0, failed = 0;
+  http_llm_provider provider(http_options_for(mock.base_url(), "", bench::no_retries()),
+                             std::make_shared<http_client>());
+  bench::finish_line finish;
   std::atomic<std::size_t> started{0};
-  std::function<void()> next = [&] {
-    if (started.fetch_add(1) >= calls) return;
-    llm_stream st;
-    st.call_id = "call";
-    st.model = "local";
-    st.messages = {llm_message{"user", "What now?", {}, {}, {}}};
-    provider.stream(std::move(st), {{}, [&](llm_result r) {
-                                      {
-                                        std::lock_guard lock(m);
-                                        ++ended;
-                                        failed += !r.ok();
-                                        cv.notify_all();
-                                      }
-                                      next();
-                                    }});
-  };
+  bench::closed_loop loop{provider, started, calls, finish};
   const double cpu0 = process_cpu_seconds();
   const auto t0 = clk::now();
-  for (std::size_t i = 0; i < cap; ++i) next();
-  {
-    std::unique_lock lock(m);
-    cv.wait(lock, [&] { return ended >= calls; });
-  }
+  for (std::size_t i = 0; i < cap; ++i) loop.next();
+  finish.wait_for(calls);
   const double seconds = std::chrono::duration<double>(clk::now() - t0).count();
   const double cpu = process_cpu_seconds() - cpu0;
-  return {static_cast<double>(calls) / seconds, static_cast<double>(calls), static_cast<double>(failed),
+  return {static_cast<double>(calls) / seconds, static_cast<double>(calls), static_cast<double>(finish.failed),
           cpu * 1e6 / static_cast<double>(calls)};
 }
 
