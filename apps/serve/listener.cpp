@@ -1,5 +1,7 @@
 #include "apps/serve/listener.hpp"
 
+#include "apps/serve/http.hpp"
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
@@ -9,6 +11,7 @@
 #include <unistd.h>
 #include <algorithm>
 #include <cerrno>
+#include <sstream>
 
 namespace troupe::serve {
 
@@ -16,13 +19,19 @@ namespace net = boost::asio;
 
 namespace {
 
+// Built once as bytes: the out-of-descriptors path sends them with a
+// plain send(), without an executor.
 const std::string& busy_response() {
   static const std::string busy = [] {
-    const std::string body =
-        "{\"error\":{\"type\":\"too_many_connections\",\"message\":\"the server is at its connection limit\"}}\n";
-    return "HTTP/1.1 503 Service Unavailable\r\nServer: troupe\r\nContent-Type: application/json\r\n"
-           "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
-           std::to_string(body.size()) + "\r\n\r\n" + body;
+    http_response r = error_response(http::status::service_unavailable, "too_many_connections",
+                                     "the server is at its connection limit");
+    r.set(http::field::server, "troupe");
+    r.set(http::field::retry_after, "1");
+    r.keep_alive(false);
+    r.prepare_payload();
+    std::ostringstream out;
+    out << r;
+    return out.str();
   }();
   return busy;
 }
