@@ -7,6 +7,7 @@
 #include "simulation/activation.hpp"
 #include "simulation/estimate.hpp"
 #include "simulation/html_report.hpp"
+#include "simulation/report_json.hpp"
 #include "simulation/run_scenario.hpp"
 #include "simulation/scenario_toml.hpp"
 
@@ -68,12 +69,6 @@ class progress_line {
   std::thread thread_;
 };
 
-boost::json::object counts_json(const std::map<std::string, std::size_t>& counts) {
-  boost::json::object o;
-  for (const auto& [k, n] : counts) o[k] = n;
-  return o;
-}
-
 }  // namespace
 
 int run_scenario_command(const scenario_command_options& o, const model_options& model) {
@@ -118,40 +113,7 @@ int run_scenario_command(const scenario_command_options& o, const model_options&
   if (!o.report.empty()) write_html_report(r, o.events, o.report);
   const double peak_mib = static_cast<double>(peak_rss_bytes()) / (1024 * 1024);
   if (o.json) {
-    boost::json::array rounds;
-    for (const auto& pr : r.per_round)
-      rounds.push_back(boost::json::object{{"round", pr.round},
-                                           {"hour", pr.hour},
-                                           {"active", pr.active},
-                                           {"failed", pr.failed},
-                                           {"refused", pr.refused},
-                                           {"actions", counts_json(pr.actions)},
-                                           {"input_tokens", pr.input_tokens},
-                                           {"output_tokens", pr.output_tokens},
-                                           {"cost", pr.cost},
-                                           {"seconds", pr.seconds},
-                                           {"latency_p50_ms", pr.latency_p50_ms},
-                                           {"latency_p99_ms", pr.latency_p99_ms},
-                                           {"world", pr.world}});
-    std::cout << json_text(boost::json::object{{"name", r.name},
-                                               {"agents", r.agents},
-                                               {"rounds", r.rounds},
-                                               {"resumed_after", r.resumed_after},
-                                               {"activations", r.activations},
-                                               {"activations_failed", r.activations_failed},
-                                               {"errors_by_type", counts_json(r.errors_by_type)},
-                                               {"actions", counts_json(r.actions)},
-                                               {"interviews", r.interviews},
-                                               {"input_tokens", r.input_tokens},
-                                               {"output_tokens", r.output_tokens},
-                                               {"cost", r.cost},
-                                               {"seconds", r.seconds},
-                                               {"spawn_seconds", r.spawn_seconds},
-                                               {"activations_per_second", r.activations_per_second},
-                                               {"peak_rss_bytes", peak_rss_bytes()},
-                                               {"stopped", r.stopped},
-                                               {"per_round", std::move(rounds)}})
-              << "\n";
+    std::cout << json_text(scenario_report_json(r, peak_rss_bytes())) << "\n";
   } else {
     std::printf(
         "%s: %zu agents, %lld rounds%s, %zu activations (%zu failed), %zu interview answers in %.2f s "
