@@ -13,7 +13,8 @@
 # change here. Inside one, every header is public except those under a
 # `detail/` folder, which no installed header may include.
 #
-# Included by the top-level CMakeLists.txt after every library folder.
+# Included at the end of the top-level CMakeLists.txt, once every library is
+# defined.
 
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
