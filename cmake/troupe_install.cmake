@@ -165,7 +165,9 @@ endif()" COMPONENT dev)
   endif()
 endforeach()
 
-# How the installed config and troupe.pc find each dependency.
+# How the installed config and troupe.pc find each dependency. Boost and CAF
+# are asked for in the very version the archives were compiled against: their
+# ABI changes between versions.
 set(TROUPE_FIND_DEPENDENCIES "")
 set(_troupe_boost_components "")
 set(_troupe_pc_requires "")
@@ -180,8 +182,7 @@ foreach(dep IN LISTS _troupe_dependencies)
   elseif(dep MATCHES "^CAF::(.*)$")
     set(_troupe_need_caf TRUE)
     list(APPEND _troupe_pc_libs "-lcaf_${CMAKE_MATCH_1}")
-  elseif(dep STREQUAL "Threads::Threads")
-    set(_troupe_need_threads TRUE)
+  elseif(dep STREQUAL "Threads::Threads")  # always found, below
   elseif(dep STREQUAL "CURL::libcurl")
     string(APPEND TROUPE_FIND_DEPENDENCIES "find_dependency(CURL)\n")
     list(APPEND _troupe_pc_requires libcurl)
@@ -202,25 +203,25 @@ if(_troupe_boost_components)
   list(REMOVE_DUPLICATES _troupe_boost_components)
   list(JOIN _troupe_boost_components " " components)
   string(PREPEND TROUPE_FIND_DEPENDENCIES
-         "find_dependency(Boost ${Boost_VERSION_MAJOR}.${Boost_VERSION_MINOR} CONFIG COMPONENTS ${components})\n")
+         "find_dependency(Boost ${Boost_VERSION_MAJOR}.${Boost_VERSION_MINOR}.${Boost_VERSION_PATCH} EXACT CONFIG COMPONENTS ${components})\n")
 endif()
 if(_troupe_need_caf)
-  string(PREPEND TROUPE_FIND_DEPENDENCIES "find_dependency(CAF ${CAF_VERSION})\n")
+  string(PREPEND TROUPE_FIND_DEPENDENCIES "find_dependency(CAF ${CAF_VERSION} EXACT)\n")
   install(FILES "${PROJECT_SOURCE_DIR}/cmake/FindCAF.cmake" DESTINATION "${TROUPE_INSTALL_CMAKEDIR}" COMPONENT dev)
 endif()
 string(PREPEND TROUPE_FIND_DEPENDENCIES "find_dependency(Threads)\n")
 
 configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/troupeConfig.cmake.in"
-                              "${PROJECT_BINARY_DIR}/package/troupeConfig.cmake"
+                              "${PROJECT_BINARY_DIR}/package-config/troupeConfig.cmake"
                               INSTALL_DESTINATION "${TROUPE_INSTALL_CMAKEDIR}")
 # 0.x: a new minor version may break the API.
-write_basic_package_version_file("${PROJECT_BINARY_DIR}/package/troupeConfigVersion.cmake"
+write_basic_package_version_file("${PROJECT_BINARY_DIR}/package-config/troupeConfigVersion.cmake"
                                  COMPATIBILITY SameMinorVersion)
-install(FILES "${PROJECT_BINARY_DIR}/package/troupeConfig.cmake" "${PROJECT_BINARY_DIR}/package/troupeConfigVersion.cmake"
+install(FILES "${PROJECT_BINARY_DIR}/package-config/troupeConfig.cmake"
+              "${PROJECT_BINARY_DIR}/package-config/troupeConfigVersion.cmake"
         DESTINATION "${TROUPE_INSTALL_CMAKEDIR}" COMPONENT dev)
 
 # troupe.pc: the archives in link order (a library before those it uses).
-set(_troupe_link_order "")
 function(_troupe_visit target)
   get_property(visited GLOBAL PROPERTY _troupe_visited)
   if(target IN_LIST visited)
@@ -259,8 +260,9 @@ string(APPEND TROUPE_PC_LIBS " ${pc_libs} -pthread")
 list(JOIN _troupe_pc_requires " " TROUPE_PC_REQUIRES)
 file(RELATIVE_PATH TROUPE_PC_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
 string(REGEX REPLACE "/$" "" TROUPE_PC_PREFIX "${TROUPE_PC_PREFIX}")
-configure_file("${PROJECT_SOURCE_DIR}/cmake/troupe.pc.in" "${PROJECT_BINARY_DIR}/package/troupe.pc" @ONLY)
-install(FILES "${PROJECT_BINARY_DIR}/package/troupe.pc" DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig" COMPONENT dev)
+configure_file("${PROJECT_SOURCE_DIR}/cmake/troupe.pc.in" "${PROJECT_BINARY_DIR}/package-config/troupe.pc" @ONLY)
+install(FILES "${PROJECT_BINARY_DIR}/package-config/troupe.pc" DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig"
+        COMPONENT dev)
 
 # The command, and the examples (sources, scripts, scenarios) beside it.
 install(TARGETS troupe RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT cli)
