@@ -21,8 +21,9 @@
 
 namespace troupe {
 
-// Agents by id, pointing at the current incarnation of each.
-class agent_directory {
+// The running agents by id, pointing at the current incarnation of each (the
+// world's agent_directory, by contrast, numbers a simulation's agents).
+class live_agents {
  public:
   void put(const std::string& id, agent_actor a, std::chrono::milliseconds deadline) {
     std::lock_guard lock(mutex_);
@@ -98,7 +99,7 @@ struct runtime_context {
   std::unique_ptr<worker_pool> workers;
   actor_pool<llm_executor_actor> llm_executors;
   actor_pool<tool_executor_actor> tool_executors;
-  agent_directory agents;
+  live_agents agents;
   int max_restarts = 3;
   std::chrono::milliseconds restart_window{5'000};
   std::optional<std::uint64_t> seed;  // runtime_options::seed
