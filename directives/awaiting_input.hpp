@@ -20,6 +20,9 @@ struct open_approval {
   boost::json::object arguments;
   std::string reason;
   std::int64_t expires_at = 0;  // Unix milliseconds
+  // A question for the person (reason is the question): answered with a
+  // decision's response, not approved.
+  bool question = false;
 
   friend bool operator==(const open_approval&, const open_approval&) = default;
 };

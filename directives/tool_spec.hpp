@@ -16,6 +16,10 @@ struct tool_spec {
   std::string name;
   std::string description;
   boost::json::object parameters;  // a JSON Schema object
+  // A question for a person (ask_human): a call never runs; it waits for a
+  // decision, as a call that needs approval does, and the person's response
+  // is its result.
+  bool answered_by_person = false;
 
   friend bool operator==(const tool_spec&, const tool_spec&) = default;
 };

@@ -26,6 +26,12 @@ struct decision {
   // A decision sent again with the same key is answered as the first was,
   // and commits nothing more.
   std::string idempotency_key;
+  // For a question (a call of a tool a person answers, as ask_human): the
+  // answer the model reads as the call's result, with approve.
+  std::string response{};
+  // Approve or edit: every later call of the tool on this thread runs
+  // without asking ("always allow this tool here").
+  bool sticky = false;
 
   friend bool operator==(const decision&, const decision&) = default;
 };

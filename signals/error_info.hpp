@@ -35,6 +35,9 @@ inline constexpr const char* rejected = "rejected";
 inline constexpr const char* denied = "denied";
 inline constexpr const char* expired = "expired";
 inline constexpr const char* already_decided = "already_decided";
+// a decision that does not fit its call: an edit or a sticky decision for a
+// question, a sticky rejection
+inline constexpr const char* invalid_decision = "invalid_decision";
 inline constexpr const char* awaiting_input = "awaiting_input";  // a reply's: the request paused for decisions
 // the runtime
 inline constexpr const char* shutdown = "shutdown";

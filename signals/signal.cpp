@@ -61,6 +61,7 @@ json::value data_of(const tool_result& r) {
 json::value data_of(const cancel& c) {
   json::object o{{"request_id", c.request_id}, {"reason", c.reason}};
   if (!c.error_type.empty()) o["error_type"] = c.error_type;
+  if (c.answered) o["answered"] = true;
   return o;
 }
 
@@ -70,6 +71,8 @@ json::value data_of(const decision& d) {
   if (d.answer == verdict::edit) o["arguments"] = d.arguments;
   if (!d.decided_by.empty()) o["decided_by"] = d.decided_by;
   if (!d.idempotency_key.empty()) o["idempotency_key"] = d.idempotency_key;
+  if (!d.response.empty()) o["response"] = d.response;
+  if (d.sticky) o["sticky"] = true;
   return o;
 }
 
@@ -168,6 +171,7 @@ decoded<signal> decode_cancel(json_reader& r) {
   c.request_id = required_id(r, "request_id");
   c.reason = r.optional_string("reason").value_or("");
   c.error_type = r.optional_string("error_type").value_or("");
+  c.answered = r.optional_boolean("answered").value_or(false);
   if (!r.ok()) return r.error();
   return signal{std::move(c)};
 }
@@ -181,6 +185,8 @@ decoded<signal> decode_decision(json_reader& r) {
   const std::optional<json::object> arguments = r.optional_object("arguments");
   d.decided_by = r.optional_string("decided_by").value_or("");
   d.idempotency_key = r.optional_string("idempotency_key").value_or("");
+  d.response = r.optional_string("response").value_or("");
+  d.sticky = r.optional_boolean("sticky").value_or(false);
   if (!r.ok()) return r.error();
   const auto parsed = parse_verdict(v);
   if (!parsed) return decode_error{r.field_path("verdict"), "must be approve, reject or edit, not \"" + v + "\""};
@@ -284,7 +290,7 @@ bool repair_utf8(signal& s) {
                           return repair_each({&c.reason, &c.error_type});
                         },
                         [](decision& d) {
-                          bool repaired = repair_each({&d.message, &d.decided_by});
+                          bool repaired = repair_each({&d.message, &d.decided_by, &d.response});
                           return repair_utf8(d.arguments) || repaired;
                         },
                         [](approval_tick&) { return false; },

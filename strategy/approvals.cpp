@@ -15,6 +15,12 @@ namespace {
 using call_key = std::pair<std::string_view, std::string_view>;
 call_key key_of(const entry& e) { return {e.refs.call_id(), e.refs.tool_call_id()}; }
 
+// A payload's member that is true (absent or anything else: false).
+bool flag(const entry& e, std::string_view key) {
+  const auto v = e.payload.value(key);
+  return v && v->is_bool() && v->as_bool();
+}
+
 bool is_turn_kind(std::string_view k) {
   return k == entry_kind::tool_call || k == entry_kind::tool_result || k == entry_kind::approval_request ||
          k == entry_kind::decision;
@@ -31,6 +37,12 @@ const entry* find_decision(const thread_view& t, std::string_view request_id, st
   return nullptr;
 }
 
+bool allowed_on_thread(const thread_view& t, std::string_view tool) {
+  for (const entry* e : t.of_kind(entry_kind::decision))
+    if (flag(*e, "sticky") && e->payload.string("tool") == tool) return true;
+  return false;
+}
+
 std::vector<const entry*> open_approval_requests(const thread_view& t) {
   std::set<call_key> closed;
   for (const entry* e : t.of_kinds({entry_kind::decision, entry_kind::tool_result})) closed.insert(key_of(*e));
@@ -45,10 +57,11 @@ std::vector<open_approval> pending_approvals(const thread_view& t, std::string_v
   for (const entry* e : open_approval_requests(t)) {
     if (e->refs.request_id() != request_id) continue;
     const auto arguments = e->payload.value("arguments");
-    out.push_back(open_approval{
-        std::string(e->refs.tool_call_id()), std::string(e->payload.string("tool").value_or("")),
-        arguments && arguments->is_object() ? arguments->as_object() : boost::json::object{},
-        std::string(e->payload.string("reason").value_or("")), e->payload.integer("expires_at").value_or(0)});
+    out.push_back(open_approval{std::string(e->refs.tool_call_id()),
+                                std::string(e->payload.string("tool").value_or("")),
+                                arguments && arguments->is_object() ? arguments->as_object() : boost::json::object{},
+                                std::string(e->payload.string("reason").value_or("")),
+                                e->payload.integer("expires_at").value_or(0), flag(*e, "question")});
   }
   return out;
 }

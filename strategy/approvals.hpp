@@ -19,6 +19,10 @@ namespace troupe {
 const entry* find_decision(const thread_view& t, std::string_view request_id, std::string_view tool_call_id,
                            std::string_view idempotency_key = {});
 
+// Whether a sticky decision on the thread allowed the tool ("always allow
+// this tool here"): its later calls run without asking.
+bool allowed_on_thread(const thread_view& t, std::string_view tool);
+
 // The approval_request entries whose call has neither a decision nor a result.
 std::vector<const entry*> open_approval_requests(const thread_view& t);
 

@@ -100,15 +100,26 @@ class stepper {
   }
 
   void on(const cancel& c) {
-    if (!state_.busy() || c.request_id != state_.request_id) return;
+    if (!state_.busy() || c.request_id != state_.request_id) {
+      if (c.answered)
+        directives_.push_back(decision_answer{
+            c.request_id,
+            {},
+            {},
+            error_info::of(error_type::not_found, "request " + c.request_id + " is not running on this thread")});
+      return;
+    }
+    // Before the request's end: the canceller follows the request to it.
+    if (c.answered) directives_.push_back(decision_answer{c.request_id, {}, {}, std::nullopt, true});
     if (state_.status == react_status::awaiting_llm) {
       directives_.push_back(cancel_call{state_.call_id, {}});
     } else {
       // The model call is over; its tools are what still runs.
       for (pending_tool_call& p : state_.tool_calls) {
         if (p.outcome) continue;
-        if (p.awaiting_until) {  // it never started: nothing to stop
-          p.awaiting_until = 0;
+        if (p.awaiting_until) {  // it never started: nothing to stop, and nobody decides it any more
+          take_decision(p, verdict::reject, "the request was cancelled before the call was decided", {}, "cancel", {},
+                        false);
           p.outcome = error_info::of(error_type::cancelled, "the request was cancelled before the call was decided");
           continue;
         }
@@ -153,13 +164,18 @@ class stepper {
       commit(tool_call_payload::of(p.call.name, p.call.arguments, p.call.invalid_arguments),
              refs(state_.call_id, p.call.id));
 
-      if (!find_tool(config_.tools, p.call.name)) {
+      const tool_spec* spec = find_tool(config_.tools, p.call.name);
+      if (!spec) {
         p.outcome = error_info::of(error_type::unknown_tool, unknown_tool_message(p.call.name));
       } else if (p.call.invalid_arguments) {
         p.outcome =
             error_info::of(error_type::invalid_arguments, std::string(not_an_object) + *p.call.invalid_arguments);
+      } else if (spec->answered_by_person) {
+        pause.pending.push_back(ask_approval(p, question_in(p.call), true));
       } else {
-        const approval_check check = check_approval(config_.approvals, p.call.name, p.call.arguments);
+        approval_check check = check_approval(config_.approvals, p.call.name, p.call.arguments);
+        // A person allowed the tool for the rest of the thread.
+        if (check.what == approval_check::outcome::ask && allowed_on_thread(thread_, p.call.name)) check = {};
         switch (check.what) {
           case approval_check::outcome::run:
             run_tool(p, p.call.arguments);
@@ -185,15 +201,28 @@ class stepper {
 
   // The call waits for a decision: the request that it waits for is
   // committed with its deadline, and nothing of it runs.
-  open_approval ask_approval(pending_tool_call& p, const std::string& reason) {
+  // A question's deadline and default come from the tool's rule too.
+  open_approval ask_approval(pending_tool_call& p, const std::string& reason, bool question = false) {
     const approval_rule* rule = find_rule(config_.approvals, p.call.name);
     const std::int64_t timeout = rule ? rule->timeout_ms : approval_rule{}.timeout_ms;
     p.awaiting_until = timeout > 0 ? now_ms_ + timeout : std::numeric_limits<std::int64_t>::max();
     p.asked = true;
     json::object payload{
         {"tool", p.call.name}, {"arguments", p.call.arguments}, {"reason", reason}, {"expires_at", p.awaiting_until}};
+    if (question) payload.emplace("question", true);
     commit(entry_draft(std::string(entry_kind::approval_request), std::move(payload), refs(state_.call_id, p.call.id)));
-    return open_approval{p.call.id, p.call.name, p.call.arguments, reason, p.awaiting_until};
+    return open_approval{p.call.id, p.call.name, p.call.arguments, reason, p.awaiting_until, question};
+  }
+
+  // What a question call asks: its "question" argument, else its arguments as JSON.
+  static std::string question_in(const tool_call& c) {
+    if (const auto* q = c.arguments.if_contains("question"); q && q->is_string()) return std::string(q->as_string());
+    return json_text(c.arguments);
+  }
+
+  bool is_question(const pending_tool_call& p) const {
+    const tool_spec* spec = find_tool(config_.tools, p.call.name);
+    return spec && spec->answered_by_person;
   }
 
   void run_tool(const pending_tool_call& p, const json::object& arguments) {
@@ -244,7 +273,12 @@ class stepper {
       finish_tools_if_done();
       return;
     }
-    take_decision(*p, d.answer, d.message, d.arguments, d.decided_by, d.idempotency_key, false);
+    if (is_question(*p) && (d.answer == verdict::edit || d.sticky))
+      return refuse(error_type::invalid_decision,
+                    "tool call " + d.tool_call_id + " is a question: answer it (approve with a response) or reject it");
+    if (d.sticky && d.answer == verdict::reject)
+      return refuse(error_type::invalid_decision, "a sticky decision allows a tool; a rejection cannot be sticky");
+    take_decision(*p, d.answer, d.message, d.arguments, d.decided_by, d.idempotency_key, false, d.response, d.sticky);
     answer.taken = true;
     directives_.push_back(std::move(answer));
     finish_tools_if_done();
@@ -269,14 +303,24 @@ class stepper {
   }
 
   void take_decision(pending_tool_call& p, verdict v, const std::string& message, const json::object& edited,
-                     const std::string& decided_by, const std::string& idempotency_key, bool expired) {
+                     const std::string& decided_by, const std::string& idempotency_key, bool expired,
+                     const std::string& response = {}, bool sticky = false) {
     json::object payload{{"verdict", to_string(v)}, {"decided_by", decided_by}};
     if (!message.empty()) payload.emplace("message", message);
     if (v == verdict::edit) payload.emplace("arguments", edited);
     if (!idempotency_key.empty()) payload.emplace("idempotency_key", idempotency_key);
     if (expired) payload.emplace("expired", true);
+    if (!response.empty()) payload.emplace("response", response);
+    if (sticky) {  // what later calls are checked against (allowed_on_thread)
+      payload.emplace("sticky", true);
+      payload.emplace("tool", p.call.name);
+    }
     commit(entry_draft(std::string(entry_kind::decision), std::move(payload), refs(state_.call_id, p.call.id)));
     p.awaiting_until = 0;
+    if (v == verdict::approve && is_question(p)) {
+      p.outcome = json::value(response);  // the person's answer is the call's result
+      return;
+    }
     switch (v) {
       case verdict::approve:
         run_tool(p, p.call.arguments);

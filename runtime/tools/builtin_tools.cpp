@@ -145,6 +145,25 @@ tool current_time_tool() {
   return t;
 }
 
+tool ask_human_tool() {
+  tool t;
+  t.spec = {"ask_human",
+            "Asks the person you work for a question and waits for the answer. Use it when you need a fact or a "
+            "choice only they have.",
+            boost::json::object{{"type", "object"},
+                                {"properties", {{"question", {{"type", "string"}, {"description", "what to ask"}}}}},
+                                {"required", boost::json::array{"question"}}},
+            true};
+  t.blocking = false;
+  t.retry.max_attempts = 1;
+  // The machine never runs a call of a tool a person answers; a program
+  // that runs the tool itself learns why it has no answer.
+  t.run = [](const boost::json::object&, const tool_context&) -> boost::json::value {
+    throw tool_failure("unsupported", "ask_human is answered by a person through a decision; it does not run");
+  };
+  return t;
+}
+
 std::vector<tool> builtin_tools() { return {calculator_tool(), current_time_tool()}; }
 
 }  // namespace troupe

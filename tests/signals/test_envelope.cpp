@@ -36,9 +36,11 @@ std::vector<signal> one_of_each() {
       tool_result{"c2", "t3", "noop", json::value(nullptr)},
       tool_result{"c2", "t2", "calc", error_info::of(error_type::invalid_arguments, "bad")},
       cancel{"r1", "user left"},
+      cancel{"r1", "paused too long", "", true},
       decision{"r1", "t1", verdict::approve, "", {}, "ada", "k1"},
       decision{"r1", "t2", verdict::reject, "not now", {}, "", ""},
       decision{"r1", "t3", verdict::edit, "", {{"to", "carol"}}, "bob", ""},
+      decision{"r1", "t4", verdict::approve, "", {}, "ada", "", "Tuesday", true},
       approval_tick{"r1"},
   };
 }

@@ -277,8 +277,35 @@ TEST_CASE("a cancelled pause answers every call and ends the request") {
   // Only the running call is stopped: the waiting one never started.
   CHECK(only<cancel_call>(end).tool_call_id == "a");
   CHECK(result_for(h, "b")->outcome_json().at("type") == "cancelled");
+  const entry* decided = find_decision(h.history(), "r1", "b");
+  REQUIRE(decided);
+  CHECK(decided->payload.at("decided_by") == "cancel");
+  CHECK(decided->payload.at("verdict") == "reject");
   CHECK(open_approval_requests(h.history()).empty());
   CHECK(!paused_request(h.history()));
+}
+
+TEST_CASE("a cancel whose sender waits is answered before the request's end") {
+  harness h(approval_config());
+  pause_with(h, {call("b", "send")});
+  SECTION("for the paused request: taken, then the request ends cancelled") {
+    const auto end = h.feed(cancel{"r1", "nobody will decide", "", true});
+    REQUIRE(end.size() >= 2);
+    const auto* answer = std::get_if<decision_answer>(&end.front());
+    REQUIRE(answer);
+    CHECK(answer->ok());
+    CHECK(answer->taken);
+    CHECK(answer->tool_call_id.empty());
+    CHECK(std::get<error_info>(only<reply>(end).outcome).type == error_type::cancelled);
+    CHECK(result_for(h, "b")->outcome_json().at("type") == "cancelled");
+  }
+  SECTION("for another request: not_found, and the pause stays") {
+    const auto out = h.feed(cancel{"r9", "", "", true});
+    const decision_answer answer = only<decision_answer>(out);
+    REQUIRE(answer.error);
+    CHECK(answer.error->type == error_type::not_found);
+    CHECK(h.state().status == react_status::awaiting_input);
+  }
 }
 
 TEST_CASE("a paused thread is rebuilt paused, and a decision after a restart continues it") {
@@ -348,4 +375,112 @@ TEST_CASE("a paused state survives its JSON form") {
   react_state expected = h.state();
   expected.projection = {};
   CHECK(*back == expected);
+}
+
+namespace {
+
+// approval_config() with ask_human, a tool a person answers.
+react_config question_config() {
+  react_config c = approval_config();
+  std::vector<tool_spec> tools = *c.tools;
+  tool_spec ask = simple_tool("ask_human");
+  ask.answered_by_person = true;
+  tools.push_back(ask);
+  c.tools = make_tool_set(std::move(tools));
+  return c;
+}
+
+decision answered(std::string tool_call_id, std::string response) {
+  decision d = decide(std::move(tool_call_id), verdict::approve);
+  d.response = std::move(response);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("a question for a person pauses like an approval and never runs") {
+  harness h(question_config());
+  const auto out = pause_with(h, {call("q", "ask_human", {{"question", "Which day suits you?"}})});
+  CHECK(all_of_type<tool_exec>(out).empty());
+  const awaiting_input pause = only<awaiting_input>(out);
+  REQUIRE(pause.pending.size() == 1);
+  CHECK(pause.pending[0].question);
+  CHECK(pause.pending[0].reason == "Which day suits you?");
+  CHECK(h.state().status == react_status::awaiting_input);
+  CHECK(pending_approvals(h.history(), "r1") == pause.pending);
+
+  SECTION("the response is the call's result, and the model is asked next") {
+    const auto next = h.feed(answered("q", "Tuesday"));
+    CHECK(only<decision_answer>(next).ok());
+    CHECK(all_of_type<tool_exec>(next).empty());
+    CHECK(all_of_type<llm_stream>(next).size() == 1);
+    CHECK(result_for(h, "q")->outcome_json() == "Tuesday");
+    CHECK(find_decision(h.history(), "r1", "q")->payload.at("response") == "Tuesday");
+  }
+  SECTION("a rejection is the model's to read, as for an approval") {
+    decision d = decide("q", verdict::reject);
+    d.message = "I'd rather not say";
+    h.feed(d);
+    CHECK(result_for(h, "q")->outcome_json().at("type") == "rejected");
+  }
+  SECTION("an edit or a sticky answer is refused as invalid_decision, and the question stays open") {
+    decision edit = decide("q", verdict::edit);
+    decision sticky = answered("q", "Tuesday");
+    sticky.sticky = true;
+    for (const decision& d : {edit, sticky}) {
+      const decision_answer a = only<decision_answer>(h.feed(d));
+      REQUIRE(a.error);
+      CHECK(a.error->type == error_type::invalid_decision);
+    }
+    CHECK(h.state().status == react_status::awaiting_input);
+    CHECK(!find_decision(h.history(), "r1", "q"));
+  }
+  SECTION("a restart finds the question open") {
+    const std::optional<react_state> paused = paused_request(thread(h.history().snapshot()));
+    REQUIRE(paused);
+    REQUIRE(paused->tool_calls.size() == 1);
+    CHECK(paused->tool_calls[0].awaiting_until != 0);
+    CHECK(!paused->tool_calls[0].outcome);
+  }
+}
+
+TEST_CASE("a sticky approval lets the tool's later calls on the thread run without asking") {
+  harness h(approval_config());
+  pause_with(h, {call("b", "send", {{"to", "bob"}})});
+  decision d = decide("b", verdict::approve);
+  d.sticky = true;
+  const tool_exec b = only<tool_exec>(h.feed(d));
+  const entry* decided = find_decision(h.history(), "r1", "b");
+  REQUIRE(decided);
+  CHECK(decided->payload.at("sticky") == true);
+  CHECK(decided->payload.at("tool") == "send");
+  CHECK(allowed_on_thread(h.history(), "send"));
+  CHECK(!allowed_on_thread(h.history(), "wire"));
+
+  const llm_stream next = only<llm_stream>(h.feed(result_of(b, "sent")));
+  SECTION("the next call of the same tool runs at once") {
+    const auto out = h.feed(wants_tools(next.call_id, {call("c", "send", {{"to", "carol"}})}));
+    CHECK(only<tool_exec>(out).tool_call_id == "c");
+    CHECK(all_of_type<awaiting_input>(out).empty());
+    CHECK(of_kind(h, entry_kind::approval_request).size() == 1);
+  }
+  SECTION("another supervised tool still asks") {
+    const auto out = h.feed(wants_tools(next.call_id, {call("w", "wire", {{"amount", 500}})}));
+    CHECK(all_of_type<tool_exec>(out).empty());
+    CHECK(only<awaiting_input>(out).pending[0].tool == "wire");
+  }
+  SECTION("the allowance is read from the thread alone, so it holds after a restart") {
+    CHECK(allowed_on_thread(thread(h.history().snapshot()), "send"));
+  }
+}
+
+TEST_CASE("a sticky rejection is refused as invalid_decision") {
+  harness h(approval_config());
+  pause_with(h, {call("b", "send")});
+  decision d = decide("b", verdict::reject);
+  d.sticky = true;
+  const decision_answer a = only<decision_answer>(h.feed(d));
+  REQUIRE(a.error);
+  CHECK(a.error->type == error_type::invalid_decision);
+  CHECK(!allowed_on_thread(h.history(), "send"));
 }
