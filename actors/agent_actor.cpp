@@ -52,6 +52,15 @@ void handle_cancel(agent_self self, std::string& request_id, std::string& reason
   agent_logic(self).on_cancel(request_id, reason);
 }
 
+caf::result<reply> handle_cancel_ended(agent_self self, std::string& thread_id, std::string& request_id,
+                                       std::string& reason) {
+  repair_utf8(reason);
+  agent_logic l(self);
+  auto answer = l.on_cancel_ended(std::move(thread_id), request_id, reason);
+  l.unload_idle_threads();
+  return answer;
+}
+
 void handle_loaded(agent_self self, std::string& thread_id, loaded_thread& loaded, lease_held& lease) {
   agent_logic l(self);
   l.on_loaded(thread_id, loaded, lease);
@@ -88,7 +97,7 @@ void handle_stop(agent_self self) {
 caf::result<caf::message> agent_dispatch(caf::scheduled_actor* actor, caf::message_view& view) {
   // A typed behaviour would not compile without a handler for each message
   // of the interface; the switch below has no such check.
-  static_assert(caf::detail::tl_size<agent_actor::signatures>::value == 10,
+  static_assert(caf::detail::tl_size<agent_actor::signatures>::value == 11,
                 "agent_actor's interface changed: give agent_dispatch a case for each of its messages");
   auto self = static_cast<agent_self>(actor);
   const caf::type_erased_tuple& xs = view.content();
@@ -99,6 +108,7 @@ caf::result<caf::message> agent_dispatch(caf::scheduled_actor* actor, caf::messa
       case signal_atom::uint_value():
         return handle_as<agent_actor, signal_atom>(handle_signal, self, view);
       case cancel_atom::uint_value():
+        if (xs.size() == 4) return handle_as<agent_actor, cancel_atom>(handle_cancel_ended, self, view);
         return handle_as<agent_actor, cancel_atom>(handle_cancel, self, view);
       case decide_atom::uint_value():
         return handle_as<agent_actor, decide_atom>(handle_decide, self, view);

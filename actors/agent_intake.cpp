@@ -72,11 +72,47 @@ caf::result<reply> agent_logic::on_decide(std::string thread_id, decision d) {
   return caf::delegated<reply>();
 }
 
+// A cancel for a request whose ask has ended (it paused): it steps the
+// thread, loaded if need be, as a decide does, and its answer follows the
+// request to its end (answer_decision).
+caf::result<reply> agent_logic::on_cancel_ended(std::string thread_id, const std::string& request_id,
+                                                const std::string& reason) {
+  if (thread_id.empty()) thread_id = default_thread_id();
+  if (st_.stopping) return refused(request_id, error_type::shutdown, "the agent is stopping");
+  if (st_.thread_of && st_.thread_of->count(request_id)) {  // a decide continued it, and follows it
+    on_cancel(request_id, reason);
+    return refused(request_id, error_type::cancelled, reason);
+  }
+  auto where = slot_for(thread_id, request_id);
+  if (auto* refusal = std::get_if<reply>(&where)) return std::move(*refusal);
+  thread_slot& slot = *std::get<thread_slot*>(where);
+  if (!st_.snapshots) st_.snapshots = std::make_unique<snapshot_waiters>();
+  st_.snapshots->decisions.push_back(
+      waiting_decision{thread_id,
+                       request_id,
+                       {},
+                       {},
+                       promise_guard<reply>(self_->make_response_promise<reply>(), request_id, &agent_crashed)});
+  run(slot, signal{cancel{request_id, reason, {}, true}});
+  pump_tools(slot);
+  return caf::delegated<reply>();
+}
+
 // What executors send: what the model and the tools said comes in here,
 // mended to UTF-8 before anything commits it or streams it to a caller.
 void agent_logic::on_signal(const std::string& thread_id, signal s) {
   thread_slot* slot = st_.threads.find(thread_id);
-  if (!slot) return;  // unloaded since: whatever this was for has ended
+  if (!slot) {
+    // A pause outlives its thread's stay in memory: its deadline loads it.
+    if (const auto* tick = std::get_if<approval_tick>(&s); tick && !st_.stopping) {
+      auto where = slot_for(thread_id, tick->request_id);
+      if (auto* loaded = std::get_if<thread_slot*>(&where)) {
+        run(**loaded, s);
+        pump_tools(**loaded);
+      }
+    }
+    return;  // otherwise unloaded since: whatever this was for has ended
+  }
   repair_utf8(s);
   if (slot->phase != slot_phase::ready) {
     slot->held.push_back({std::move(s), true});

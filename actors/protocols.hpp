@@ -69,6 +69,8 @@ struct agent_stats {
 // agent answers every ask it accepted: with the answer, a typed error, or
 // agent_crashed if it dies first); stream events go to the sink meanwhile.
 // Signals are the executors' deltas; a cancel names a request and a reason.
+// A cancel with a thread id is for a request whose ask has ended (it paused):
+// it is answered with the request's end, or not_found.
 // loaded, committed and viewed are the store threads' answers (thread id,
 // commit number, snapshot number) to the agent's own loads and commits.
 // decide (thread id, decision) is answered once the decision is refused,
@@ -78,6 +80,7 @@ using agent_actor = caf::typed_actor<
     caf::replies_to<ask_atom, query, event_sink_actor>::with<reply>, caf::reacts_to<signal_atom, std::string, signal>,
     caf::replies_to<decide_atom, std::string, decision>::with<reply>,
     caf::reacts_to<cancel_atom, std::string, std::string>,
+    caf::replies_to<cancel_atom, std::string, std::string, std::string>::with<reply>,
     caf::replies_to<snapshot_atom, std::string>::with<thread_view>, caf::replies_to<stats_atom>::with<agent_stats>,
     caf::reacts_to<stop_atom>, caf::reacts_to<loaded_atom, std::string, loaded_thread, lease_held>,
     caf::reacts_to<committed_atom, std::string, std::uint64_t, commit_outcome>,

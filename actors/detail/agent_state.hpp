@@ -200,6 +200,7 @@ class agent_logic {
  public:
   caf::result<reply> on_ask(query q, event_sink_actor events);
   caf::result<reply> on_decide(std::string thread_id, decision d);
+  caf::result<reply> on_cancel_ended(std::string thread_id, const std::string& request_id, const std::string& reason);
   void on_signal(const std::string& thread_id, signal s);
   void on_cancel(const std::string& request_id, const std::string& reason);
   agent_stats stats() const;
