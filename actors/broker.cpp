@@ -103,8 +103,28 @@ class broker_logic {
 
   void cancel(const std::shared_ptr<request::state>& s, const std::string& reason) {
     auto it = st_.pending.find(s->id);
-    if (it != st_.pending.end() && it->second.state == s)
+    if (it != st_.pending.end() && it->second.state == s) {
       self_->send(it->second.agent, cancel_atom::value, s->id, reason);
+      return;
+    }
+    // A decide's handle, followed under a key of its own (rare: a scan).
+    for (const auto& [key, p] : st_.pending)
+      if (p.state == s) {
+        self_->send(p.agent, cancel_atom::value, s->id, reason);
+        return;
+      }
+    // A paused request's ask has ended: the cancel goes to the thread, and
+    // the handle follows the request to its end.
+    const auto so_far = s->wait(std::chrono::milliseconds(0));
+    if (!so_far || !so_far->paused()) return;
+    const std::string key = "cancel\x1f" + s->id;
+    if (st_.pending.contains(key)) return;
+    auto agent = st_.ctx->agents.find(s->agent_id);
+    if (!agent) return;
+    follow(key, s, *agent);
+    self_->request(*agent, caf::infinite, cancel_atom::value, s->thread_id, s->id, reason)
+        .then([self = self_, key](reply& r) { broker_logic(self).end(key, std::move(r)); },
+              [self = self_, key](caf::error& e) { broker_logic(self).no_answer(key, e); });
   }
 
   void event(const stream_event& e) {

@@ -13,13 +13,15 @@ namespace troupe {
 struct request::state {
   std::string id;
   std::string agent_id;
+  std::string thread_id;  // as asked (empty: the agent's default thread)
   std::function<void(const stream_event&)> on_event;
   std::function<void(const reply&)> on_reply;
   std::weak_ptr<agent::impl_ref> rt;
   std::chrono::milliseconds deadline{0};
 
   // Runs the callbacks with the reply and publishes it; only the first call
-  // does anything. A callback that throws does not escape: the reply becomes
+  // does anything, unless it was a paused reply: the request's end (a
+  // cancel's) then takes its place. A callback that throws does not escape: the reply becomes
   // callback_failed, and what it threw is returned for the caller to report.
   std::optional<std::string> settle(reply r);
   // Runs on_event for an event of the running request; what it threw, if anything.

@@ -37,7 +37,10 @@ std::string made_up_owner_id() { return process_owner_id(getpid(), random_ids().
 // --- request ---------------------------------------------------------------
 
 std::optional<std::string> request::state::settle(reply r) {
-  if (settled_.exchange(true)) return std::nullopt;
+  if (settled_.exchange(true)) {
+    std::lock_guard lock(mutex_);
+    if (!result_ || !result_->paused() || r.paused()) return std::nullopt;
+  }
   std::optional<std::string> thrown;
   if (on_event) thrown = thrown_by([&] { on_event(stream_event{request_finished_event{r}}); });
   auto fail_with = [&](const std::string& what) {
@@ -230,6 +233,7 @@ request runtime::impl::ask(const std::string& agent_id, std::string question, as
   s->id = options.request_id.empty() ? request_ids.next("req") : std::move(options.request_id);
   s->on_event = std::move(options.on_event);
   s->on_reply = std::move(options.on_reply);
+  s->thread_id = options.thread_id;
   query q{s->id,
           std::move(options.thread_id),
           std::move(question),
@@ -246,6 +250,7 @@ request runtime::impl::decide(const std::string& agent_id, decision d, ask_optio
   auto s = std::make_shared<request::state>();
   s->id = d.request_id;
   s->on_reply = std::move(options.on_reply);
+  s->thread_id = options.thread_id;
   return to_broker(*this, agent_id, std::move(s), options.deadline,
                    [&](const broker_actor& broker, const agent_actor& agent, std::shared_ptr<request::state> st) {
                      caf::anon_send(broker, decide_atom::value, std::move(options.thread_id), std::move(d), agent,

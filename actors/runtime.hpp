@@ -108,6 +108,9 @@ class request {
   // The calls the request waits for decisions on, once it paused (its reply
   // is paused()); empty while it runs and once it ended.
   std::vector<open_approval> pending() const;
+  // Ends the request with `cancelled`. A paused one too (its thread is
+  // loaded if need be): the calls that wait are answered `cancelled`, and
+  // this handle's reply becomes the request's end.
   void cancel(std::string reason = "cancelled by the caller") const;
 
   struct state;

@@ -4,12 +4,17 @@
 
 #include "support/runtime_harness.hpp"
 
+#include "support/agent_stats.hpp"
+#include "support/store_backends.hpp"
+
 #include "runtime/store/memory_store.hpp"
 #include "runtime/store/sqlite/sqlite_store.hpp"
+#include "runtime/tools/builtin_tools.hpp"
 #include "strategy/react_thread.hpp"
 #include "support/sqlite_file.hpp"
 
 #include <atomic>
+#include <iostream>
 
 using namespace troupe;
 using namespace troupe::testing;
@@ -82,7 +87,83 @@ bool answered_after_expiry(const agent& a) {
                       R"(done: {"error":{"type":"expired","message":"no decision came before the deadline"}})");
 }
 
+// "mail bob" asks for send alone (the thread is idle once it pauses);
+// shown send's result, the model answers with it; anything else is answered
+// at once.
+std::shared_ptr<scripted_provider> send_when_asked() {
+  return std::make_shared<scripted_provider>([](const llm_stream& s) {
+    if (const llm_message& last = s.messages.back(); last.role == "tool")
+      return scripted_reply::text("done: " + last.content);
+    if (question_in(s) == "mail bob") return scripted_reply::tools({call("s2", "send", {{"to", "bob"}})});
+    return scripted_reply::text("hi");
+  });
+}
+
+// Asks on another thread until the agent holds one thread: with
+// max_loaded_threads = 1, the paused one has left memory.
+void push_out_of_memory(runtime& rt, const agent& a) {
+  REQUIRE(answer_of(must_reply(a.ask("hello", {.thread_id = "other"}))) == "hi");
+  REQUIRE(stats_become(rt, a.id(), [](const agent_stats& s) { return s.loaded_threads == 1; }));
+}
+
+// The reply the handle holds once it is no longer the paused one.
+std::optional<reply> ended(const request& r) {
+  std::optional<reply> out;
+  if (!eventually([&] {
+        out = r.await(std::chrono::milliseconds(0));
+        return out && !out->paused();
+      }))
+    return std::nullopt;
+  return out;
+}
+
 }  // namespace
+
+TEST_CASE("a cancel ends a paused request: its waiting calls are answered cancelled") {
+  counted_tools tools;
+  runtime rt({.provider = send_when_asked()});
+  tools.add_to(rt);
+  agent_spec spec = supervised();
+  spec.max_loaded_threads = 1;
+  agent a = rt.spawn_agent(spec);
+  const request r = a.ask("mail bob", {.request_id = "r1"});
+  REQUIRE(must_reply(r).paused());
+
+  SECTION("while its thread is in memory") {}
+  SECTION("after its thread left memory") { push_out_of_memory(rt, a); }
+
+  r.cancel("nobody will decide");
+  const auto end = ended(r);
+  REQUIRE(end);
+  CHECK(error_type_of(*end) == error_type::cancelled);
+  CHECK(r.pending().empty());
+  CHECK(tools.sends == 0);
+  const auto t = a.snapshot();
+  REQUIRE(t);
+  CHECK(every_call_answered(*t));
+  const auto results = t->of_kind(entry_kind::tool_result);
+  REQUIRE(results.size() == 1);
+  CHECK(results[0]->payload.get_if<tool_result_payload>()->outcome_json().at("type") == "cancelled");
+  CHECK(t->of_kind(entry_kind::error).size() == 1);
+  // The thread is free again, and the call can no longer be decided.
+  CHECK(error_type_of(must_reply(a.decide(decide("r1", verdict::approve)))) == error_type::already_decided);
+  CHECK(answer_of(must_reply(a.ask("still there?"))) == "hi");
+}
+
+TEST_CASE("a paused thread that left memory takes its default when its deadline comes") {
+  counted_tools tools;
+  runtime rt({.provider = send_when_asked()});
+  tools.add_to(rt);
+  agent_spec spec = supervised();
+  spec.max_loaded_threads = 1;
+  // Long enough for the other thread to push this one out of memory first.
+  spec.approvals["send"].timeout_ms = 1'500;
+  agent a = rt.spawn_agent(spec);
+  REQUIRE(must_reply(a.ask("mail bob", {.request_id = "r1"})).paused());
+  push_out_of_memory(rt, a);
+  CHECK(eventually([&] { return answered_after_expiry(a); }));
+  CHECK(tools.sends == 0);
+}
 
 TEST_CASE("a request that needs approval pauses, and a decision continues it") {
   counted_tools tools;
@@ -142,12 +223,15 @@ TEST_CASE("a request that needs approval pauses, and a decision continues it") {
   }
 }
 
-TEST_CASE("a pause outlives its runtime: a new runtime on the same SQLite file continues it") {
-  sqlite_file file("troupe-approvals");
+// A runtime pauses a request and is destroyed; a new runtime on the same
+// store (opened again, as a restarted process would) takes the decision and
+// finishes the request. `open` gives the store, each time anew.
+template <class Open>
+void pause_outlives_runtime(Open open) {
   counted_tools tools;
   auto first_model = search_and_send(), second_model = search_and_send();
   {
-    runtime first({.provider = first_model, .store = std::make_shared<sqlite_store>(file.path.string())});
+    runtime first({.provider = first_model, .store = open()});
     tools.add_to(first);
     agent a = first.spawn_agent(supervised());
     const reply paused = must_reply(a.ask("mail bob", {.request_id = "r1"}));
@@ -158,7 +242,7 @@ TEST_CASE("a pause outlives its runtime: a new runtime on the same SQLite file c
       return t && !t->of_kind(entry_kind::tool_result).empty();
     }));
   }
-  runtime second({.provider = second_model, .store = std::make_shared<sqlite_store>(file.path.string())});
+  runtime second({.provider = second_model, .store = open()});
   tools.add_to(second);
   agent a = second.spawn_agent(supervised());
   const reply done = must_reply(a.decide(decide("r1", verdict::approve, "k1")));
@@ -176,6 +260,20 @@ TEST_CASE("a pause outlives its runtime: a new runtime on the same SQLite file c
   REQUIRE(results.size() == 2);
   CHECK(results[0]->payload.at("result") == "found");  // from the first runtime, not interrupted
   CHECK(t->of_kind(entry_kind::decision).size() == 1);
+}
+
+TEST_CASE("a pause outlives its runtime: a new runtime on the same SQLite file continues it") {
+  sqlite_file file("troupe-approvals");
+  pause_outlives_runtime([&] { return std::make_shared<sqlite_store>(file.path.string()); });
+}
+
+TEST_CASE("a pause outlives its runtime: a new runtime on the same PostgreSQL schema continues it") {
+  postgres_backend pg;
+  if (!pg.ready()) {
+    std::cout << pg.why_not() << std::endl;
+    return;
+  }
+  pause_outlives_runtime([&] { return std::make_shared<postgres_store>(pg.uri()); });
 }
 
 TEST_CASE("a pause nobody decides takes its rule's default at the deadline") {
@@ -226,4 +324,51 @@ TEST_CASE("a paused thread loaded past its deadline takes the default without an
   CHECK(error_type_of(must_reply(a.ask("anything?"))) == error_type::busy);
   CHECK(eventually([&] { return answered_after_expiry(a); }));
   CHECK(tools.sends == 0);
+}
+
+TEST_CASE("ask_human pauses the request with its question, and the response is what the model reads") {
+  auto model = std::make_shared<scripted_provider>([](const llm_stream& s) {
+    if (const llm_message& last = s.messages.back(); last.role == "tool")
+      return scripted_reply::text("booked for " + last.content);
+    return scripted_reply::tools({call("q1", "ask_human", {{"question", "Which day suits you?"}})});
+  });
+  runtime rt({.provider = model});
+  rt.tools().add(ask_human_tool());
+  agent a = rt.spawn_agent({.id = "a", .model = "m", .tools = {"ask_human"}});
+  const reply paused = must_reply(a.ask("book a table", {.request_id = "r1"}));
+  REQUIRE(paused.paused());
+  REQUIRE(paused.pending.size() == 1);
+  CHECK(paused.pending[0].question);
+  CHECK(paused.pending[0].reason == "Which day suits you?");
+
+  decision d;
+  d.request_id = "r1";
+  d.tool_call_id = "q1";
+  d.answer = verdict::approve;
+  d.response = "Tuesday";
+  d.decided_by = "ada";
+  CHECK(answer_of(must_reply(a.decide(d))) == "booked for Tuesday");
+  CHECK(model->calls() == 2);
+}
+
+TEST_CASE("a sticky approval outlives its runtime: after a restart the tool runs without asking") {
+  sqlite_file file("troupe-sticky");
+  counted_tools tools;
+  {
+    runtime first({.provider = send_when_asked(), .store = std::make_shared<sqlite_store>(file.path.string())});
+    tools.add_to(first);
+    agent a = first.spawn_agent(supervised());
+    REQUIRE(must_reply(a.ask("mail bob", {.request_id = "r1"})).paused());
+    decision d = decide("r1", verdict::approve);
+    d.sticky = true;
+    REQUIRE(answer_of(must_reply(a.decide(d))) == "done: sent to bob");
+  }
+  runtime second({.provider = send_when_asked(), .store = std::make_shared<sqlite_store>(file.path.string())});
+  tools.add_to(second);
+  agent a = second.spawn_agent(supervised());
+  CHECK(answer_of(must_reply(a.ask("mail bob", {.request_id = "r2"}))) == "done: sent to bob");
+  CHECK(tools.sends == 2);
+  const auto t = a.snapshot();
+  REQUIRE(t);
+  CHECK(t->of_kind(entry_kind::approval_request).size() == 1);
 }
