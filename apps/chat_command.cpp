@@ -1,6 +1,8 @@
 #include "apps/commands.hpp"
 
 #include "runtime/random_ids.hpp"
+#include "signals/json_parse.hpp"
+#include "signals/json_text.hpp"
 #include "strategy/projection.hpp"
 
 #include <editline/readline.h>
@@ -20,14 +22,22 @@ std::atomic<bool> interrupted{false};
 
 void on_sigint(int) { interrupted = true; }
 
-bool read_line(bool tty, std::string& line) {
+bool read_line(bool tty, std::string& line, const char* prompt = "you> ") {
   if (!tty) return static_cast<bool>(std::getline(std::cin, line));
-  char* raw = readline("you> ");
+  char* raw = readline(prompt);
   if (!raw) return false;
   line = raw;
   if (!line.empty()) add_history(raw);
   std::free(raw);
   return true;
+}
+
+// The answer streams as it is written.
+void print_delta(const stream_event& e) {
+  if (const auto* d = std::get_if<delta_event>(&e); d && !d->text.empty()) {
+    std::fwrite(d->text.data(), 1, d->text.size(), stdout);
+    std::fflush(stdout);
+  }
 }
 
 // Calls whose usage is unknown are said so, not counted as zero tokens.
@@ -41,6 +51,73 @@ std::string trim(const std::string& s) {
   const auto a = s.find_first_not_of(" \t\r\n");
   if (a == std::string::npos) return {};
   return s.substr(a, s.find_last_not_of(" \t\r\n") - a + 1);
+}
+
+// Waits for a request's reply; Ctrl-C or --timeout cancel it.
+reply await_reply(const request& r, std::chrono::steady_clock::time_point limit) {
+  std::optional<reply> got;
+  while (!(got = r.await(std::chrono::milliseconds(100)))) {
+    if (interrupted.exchange(false)) r.cancel("interrupted by Ctrl-C");
+    if (std::chrono::steady_clock::now() > limit) r.cancel("the question took longer than --timeout");
+  }
+  return std::move(*got);
+}
+
+// The user's decision on one call the turn waits for: y (run it), n (do
+// not), or edit (run it with new JSON arguments, checked against the
+// tool's schema and asked again until they fit); a question is answered
+// with a line. Nullopt when the input ends first.
+std::optional<decision> ask_user(const cli_session& s, bool tty, const std::string& request_id,
+                                 const open_approval& call) {
+  decision d;
+  d.request_id = request_id;
+  d.tool_call_id = call.tool_call_id;
+  d.decided_by = "chat";
+  std::string line;
+  if (call.question) {
+    std::cout << "[question] " << call.reason << "\n" << std::flush;
+    if (!read_line(tty, line, "answer> ")) return std::nullopt;
+    d.answer = verdict::approve;
+    d.response = trim(line);
+    return d;
+  }
+  const auto tool = s.rt->tools().find(call.tool);
+  std::cout << "[approval] " << call.tool << " " << json_text(call.arguments)
+            << (call.reason.empty() ? "" : " (" + call.reason + ")") << ": run it? y/n/edit\n"
+            << std::flush;
+  for (;;) {
+    if (!read_line(tty, line, "y/n/edit> ")) return std::nullopt;
+    const std::string answer = trim(line);
+    if (answer == "y" || answer == "yes") {
+      d.answer = verdict::approve;
+      return d;
+    }
+    if (answer == "n" || answer == "no") {
+      d.answer = verdict::reject;
+      d.message = "the user declined the call";
+      return d;
+    }
+    if (answer != "e" && answer != "edit") {
+      std::cout << "answer y, n or edit\n" << std::flush;
+      continue;
+    }
+    std::cout << "new arguments (one JSON object):\n" << std::flush;
+    if (!read_line(tty, line, "arguments> ")) return std::nullopt;
+    boost::system::error_code ec;
+    const boost::json::value parsed = parse_json(line, ec);
+    std::optional<error_info> invalid;
+    if (ec || !parsed.is_object())
+      invalid = error_info::of(error_type::invalid_arguments, "not a JSON object");
+    else if (tool)
+      invalid = tool->validate(parsed.as_object());
+    if (invalid) {
+      std::cout << "[" << invalid->type << ": " << invalid->message << "] run it? y/n/edit\n" << std::flush;
+      continue;
+    }
+    d.answer = verdict::edit;
+    d.arguments = parsed.as_object();
+    return d;
+  }
 }
 
 }  // namespace
@@ -91,20 +168,27 @@ int run_chat(const model_options& o) {
     interrupted = false;
     ask_options a;
     a.thread_id = thread;
-    a.on_event = [](const stream_event& e) {
-      if (const auto* d = std::get_if<delta_event>(&e); d && !d->text.empty()) {
-        std::fwrite(d->text.data(), 1, d->text.size(), stdout);
-        std::fflush(stdout);
-      }
-    };
+    a.on_event = print_delta;
     const auto started = std::chrono::steady_clock::now();
     request r = s.assistant->ask(text, std::move(a));
-    std::optional<reply> got;
     const auto limit = started + std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_seconds * 1000));
-    while (!(got = r.await(std::chrono::milliseconds(100)))) {
-      if (interrupted.exchange(false)) r.cancel("interrupted by Ctrl-C");
-      if (std::chrono::steady_clock::now() > limit) r.cancel("the question took longer than --timeout");
+    std::optional<reply> got = await_reply(r, limit);
+    // A paused turn is decided here, call by call; the last decision's
+    // handle carries the request on to its end (or its next pause). Its
+    // answer does not stream (a decision's continuation has no events), so
+    // it is printed whole.
+    bool decided = false;
+    while (got->paused()) {
+      const auto d = ask_user(s, tty, got->request_id, got->pending.front());
+      if (!d) {
+        r.cancel("the input ended before the decision");
+        got = await_reply(r, limit);
+        break;
+      }
+      decided = true;
+      got = await_reply(s.assistant->decide(*d, {.thread_id = thread}), limit);
     }
+    if (decided && got->ok()) std::cout << std::get<std::string>(got->outcome);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     std::cout << "\n";
     session += got->usage;

@@ -3,6 +3,7 @@
 #include "runtime/random_ids.hpp"
 #include "runtime/tools/builtin_tools.hpp"
 
+#include <algorithm>
 #include <iostream>
 
 namespace troupe::cli {
@@ -16,7 +17,7 @@ void add_model_options(CLI::App& c, model_options& o, bool conversation) {
   c.add_option("--api-key-env", o.api_key_env,
                "Environment variable holding the API key (default: OPENAI_API_KEY or ANTHROPIC_API_KEY)");
   c.add_option("--system", o.system, "System prompt");
-  c.add_option("--tool", o.tools, "Enable a built-in tool: calculator, current_time (repeatable)");
+  c.add_option("--tool", o.tools, "Enable a built-in tool: calculator, current_time, ask_human (repeatable)");
   c.add_option("--mcp", o.mcp,
                "Tools from an MCP server: NAME=COMMAND ARGS (started over stdio) or NAME=URL (Streamable HTTP); "
                "its tools are NAME__TOOL (repeatable)");
@@ -112,19 +113,24 @@ cli_session::cli_session(const model_options& o, const std::string& default_stor
                       .telemetry = std::make_shared<log_sink>(false),
                       .lease_ttl = std::chrono::milliseconds(static_cast<std::int64_t>(o.lease_ttl_seconds * 1000))});
   for (tool& t : builtin_tools()) rt->tools().add(std::move(t));
+  rt->tools().add(ask_human_tool());  // a pause that `troupe chat` answers inline
   agent_spec spec;
   spec.id = "cli";
   spec.model = m.model;
   spec.system_prompt = o.system;
   spec.tools = o.tools;
   for (auto& name : add_mcp_servers(*rt, mcp_servers_for(o))) spec.tools.push_back(std::move(name));
+  for (const auto& name : o.approve) {
+    if (std::find(spec.tools.begin(), spec.tools.end(), name) == spec.tools.end()) spec.tools.push_back(name);
+    spec.approvals[name] = approval_rule{approval_mode::always};
+  }
   spec.max_iterations = o.max_iterations;
   policy = policy_for(o, m.model);
   spec.context = policy;
   try {
     assistant = rt->spawn_agent(std::move(spec));
   } catch (const std::invalid_argument& e) {
-    throw usage_error(std::string(e.what()) + " (built-in tools: calculator, current_time)");
+    throw usage_error(std::string(e.what()) + " (built-in tools: calculator, current_time, ask_human)");
   }
 }
 

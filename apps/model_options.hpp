@@ -24,6 +24,7 @@ struct model_options {
   std::string api_key_env;
   std::string system;
   std::vector<std::string> tools;
+  std::vector<std::string> approve;         // chat: tools whose every call waits for the user's y/n/edit
   std::vector<std::string> mcp;             // NAME=COMMAND… or NAME=URL
   std::vector<std::string> mcp_headers;     // SERVER:Header=ENVVAR
   double mcp_timeout_seconds = 60;          // one MCP tool call

@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
                                       "A conversation: each answer streams, then its time and tokens. Reads questions "
                                       "from stdin when it is not a terminal.");
   add_model_options(*chat, chat_opts);
+  chat->add_option("--approve", chat_opts.approve,
+                   "A tool whose calls wait for your y/n/edit before they run (repeatable; enables the tool)");
 
   troupe::simulation_options sim;
   model_options sim_model;

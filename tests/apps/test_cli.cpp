@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -670,6 +671,60 @@ std::string mcp_package(const std::string& name) {
 }
 
 }  // namespace
+
+TEST_CASE("troupe chat asks y/n/edit when a call waits for approval, and asks ask_human's question inline") {
+  temp_db db;
+  script_file script(R"([
+    {"tool_calls": [{"id": "c1", "name": "calculator", "arguments": {"expression": "2+2"}}]},
+    {"text": "ran it"},
+    {"tool_calls": [{"id": "c2", "name": "calculator", "arguments": {"expression": "6*7"}}]},
+    {"text": "left it"},
+    {"tool_calls": [{"id": "c3", "name": "calculator", "arguments": {"expression": "1+1"}}]},
+    {"text": "ran the edit"},
+    {"tool_calls": [{"id": "q1", "name": "ask_human", "arguments": {"question": "Which day?"}}]},
+    {"text": "booked"}])");
+  // What the user types, a line at a time: an edit that does not fit the
+  // schema and one that is not JSON are asked again.
+  const auto typed = std::filesystem::temp_directory_path() / ("troupe-chat-typed-" + std::to_string(::getpid()));
+  std::ofstream(typed) << "add\ny\nmultiply\nn\nadd again\nedit\n{\"expression\": 5}\nedit\nnot json\nedit\n"
+                          "{\"expression\": \"3*3\"}\nbook\nTuesday\n";
+  const std::string command = "cat " + typed.string() + " | " + TROUPE_BINARY + " chat --store " + db.uri() +
+                              " --script " + script.path.string() +
+                              " --approve calculator --tool ask_human 2>/dev/null";
+  const run_result r = run_shell(command);
+  std::filesystem::remove(typed);
+  const std::string& out = r.out;
+  INFO(out);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(out,
+             Catch::Contains(
+                 R"([approval] calculator {"expression":"2+2"} (calculator requires approval): run it? y/n/edit)"));
+  CHECK_THAT(out, Catch::Contains("ran it\n"));
+  CHECK_THAT(out, Catch::Contains("left it\n"));
+  CHECK_THAT(out, Catch::Contains("[invalid_arguments: "));
+  CHECK_THAT(out, Catch::Contains("[invalid_arguments: not a JSON object] run it? y/n/edit"));
+  CHECK_THAT(out, Catch::Contains("ran the edit\n"));
+  CHECK_THAT(out, Catch::Contains("[question] Which day?\n"));
+  CHECK_THAT(out, Catch::Contains("booked\n"));
+
+  // The thread holds what was decided and what ran.
+  const json::value shown = run_json("threads show cli:default --store " + db.uri() + " --json");
+  std::map<std::string, json::value> results;
+  int decisions = 0;
+  for (const json::value& e : shown.at("entries").as_array()) {
+    if (e.at("kind") == "decision") ++decisions;
+    if (e.at("kind") == "tool_result") {
+      const json::object& payload = e.at("payload").as_object();
+      results[std::string(e.at("refs").at("tool_call_id").as_string())] =
+          payload.contains("result") ? payload.at("result") : payload.at("error").at("type");
+    }
+  }
+  CHECK(decisions == 4);
+  CHECK(results["c1"].at("value") == 4);
+  CHECK(results["c2"] == "rejected");
+  CHECK(results["c3"].at("value") == 9);  // the edited arguments, not the model's
+  CHECK(results["q1"] == "Tuesday");
+}
 
 TEST_CASE("troupe ask calls a tool of an MCP server, and the result lands in the thread") {
   SECTION("server-everything's echo, over stdio") {
