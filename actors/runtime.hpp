@@ -84,7 +84,9 @@ struct ask_options {
   // telemetry callback.failed); the runtime carries on.
   std::function<void(const stream_event&)> on_event{};
   // Called once with the reply, on a runtime thread, without subscribing to
-  // the stream: the cheap way to chain requests without blocking.
+  // the stream: the cheap way to chain requests without blocking. A paused
+  // request that request::cancel ends is the exception: called with the
+  // paused reply, then with the cancelled one.
   std::function<void(const reply&)> on_reply{};
   // The caller's W3C trace context, a `traceparent` header's value: the
   // request's spans (and the model and tool calls it makes) join that trace.
