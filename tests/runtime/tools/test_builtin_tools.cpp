@@ -48,3 +48,17 @@ TEST_CASE("the built-in tools through the registry") {
   auto now = r.find("current_time")->run_once({}, ctx);
   CHECK(std::get<boost::json::value>(now.outcome).at("utc").as_string().size() == 24);
 }
+
+TEST_CASE("ask_human is answered by a person: its spec says so, and run by itself it says why it has no answer") {
+  tool_registry r;
+  r.add(ask_human_tool());
+  const auto ask = r.find("ask_human");
+  REQUIRE(ask);
+  CHECK(ask->definition().spec.answered_by_person);
+  CHECK(!calculator_tool().spec.answered_by_person);
+  const tool_context ctx;
+  CHECK(std::get<error_info>(ask->run_once({}, ctx).outcome).type == "invalid_arguments");  // no question
+  CHECK(std::get<error_info>(ask->run_once({{"question", "Which day?"}}, ctx).outcome).type == "unsupported");
+  // Not among the tools offered by name: a program that has a person to ask adds it.
+  for (const tool& t : builtin_tools()) CHECK(t.spec.name != "ask_human");
+}
