@@ -317,6 +317,7 @@ class stepper {
     }
     commit(entry_draft(std::string(entry_kind::decision), std::move(payload), refs(state_.call_id, p.call.id)));
     p.awaiting_until = 0;
+    decided_ = true;
     if (v == verdict::approve && is_question(p)) {
       p.outcome = json::value(response);  // the person's answer is the call's result
       return;
@@ -342,6 +343,10 @@ class stepper {
                                       [](const pending_tool_call& p) { return p.awaiting_until != 0; });
       state_.status = paused ? react_status::awaiting_input : react_status::awaiting_tools;
       if (turn_asks()) commit_tool_results();
+      // Some calls were decided (or expired) and others still wait: the
+      // pause is said again, so that its owner ticks at the earliest
+      // deadline left.
+      if (paused && decided_) directives_.push_back(still_paused());
       return;
     }
     commit_tool_results();
@@ -352,6 +357,15 @@ class stepper {
     }
     ++state_.iteration;
     start_llm_call();
+  }
+
+  // The calls that still wait, as their approval_request entries list them.
+  awaiting_input still_paused() const {
+    awaiting_input pause{state_.request_id.str(), {}, state_.request_usage, state_.iteration};
+    for (open_approval& a : pending_approvals(thread_, state_.request_id.str()))
+      for (const pending_tool_call& p : state_.tool_calls)
+        if (p.call.id == a.tool_call_id && p.awaiting_until) pause.pending.push_back(std::move(a));
+    return pause;
   }
 
   // Results go to the thread in the order the model asked for the calls,
@@ -503,6 +517,7 @@ class stepper {
   const thread_view& thread_;
   const std::int64_t now_ms_;
   id_source& ids_;
+  bool decided_ = false;  // this step committed a decision
   std::vector<entry_draft> entries_;
   std::vector<directive> directives_;
 };

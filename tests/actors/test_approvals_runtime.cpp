@@ -296,6 +296,23 @@ TEST_CASE("a pause nobody decides takes its rule's default at the deadline") {
   CHECK(decisions[0]->payload.at("decided_by") == "expiry");
 }
 
+TEST_CASE("a turn's later deadline gets its own tick once the earlier one expired") {
+  counted_tools tools;
+  runtime rt({.provider = search_and_send()});
+  tools.add_to(rt);
+  agent_spec spec = supervised();
+  spec.approvals["search"] = approval_rule{approval_mode::always, {}, "searches", 1, verdict::reject};
+  spec.approvals["send"].timeout_ms = 300;  // after search's deadline
+  agent a = rt.spawn_agent(spec);
+  REQUIRE(must_reply(a.ask("mail bob", {.request_id = "r1"})).pending.size() == 2);
+  CHECK(eventually([&] { return answered_after_expiry(a); }));
+  const auto t = a.snapshot();
+  REQUIRE(t);
+  CHECK(t->of_kind(entry_kind::decision).size() == 2);
+  CHECK(tools.searches == 0);
+  CHECK(tools.sends == 0);
+}
+
 TEST_CASE("a paused thread loaded past its deadline takes the default without anyone deciding") {
   // The thread as a process that died long ago left it: r1 paused on send,
   // its deadline an hour after 1970 began.

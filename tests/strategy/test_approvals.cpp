@@ -484,3 +484,18 @@ TEST_CASE("a sticky rejection is refused as invalid_decision") {
   CHECK(a.error->type == error_type::invalid_decision);
   CHECK(!allowed_on_thread(h.history(), "send"));
 }
+
+TEST_CASE("a decision that leaves calls waiting says the pause again, with the calls that still wait") {
+  harness h(approval_config());
+  pause_with(h, {call("b", "send"), call("c", "send", {{"to", "carol"}})});
+  const auto out = h.feed(decide("b", verdict::reject));
+  CHECK(only<decision_answer>(out).ok());
+  const awaiting_input again = only<awaiting_input>(out);
+  REQUIRE(again.pending.size() == 1);
+  CHECK(again.pending[0].tool_call_id == "c");
+  CHECK(again.pending[0].arguments == json::object{{"to", "carol"}});
+  CHECK(again.next_expiry() == of_kind(h, entry_kind::approval_request)[1]->payload.integer("expires_at"));
+  SECTION("the last decision ends the pause: no pause is said") {
+    CHECK(all_of_type<awaiting_input>(h.feed(decide("c", verdict::reject))).empty());
+  }
+}
