@@ -245,6 +245,10 @@ bool agent_logic::stop() {
 // earliest deadline.
 void agent_logic::pause(thread_slot& slot, awaiting_input x) {
   schedule_expiry(slot);
+  if (slot.running && slot.running->events)
+    self_->send(slot.running->events, event_atom::value,
+                stream_event{approval_requested_event{x.request_id, x.pending,
+                                                      newest_entry_of(slot.conversation.history(), x.request_id)}});
   finish(slot, paused_reply(x.request_id, x.usage, x.iterations, std::move(x.pending)));
 }
 

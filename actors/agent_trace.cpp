@@ -167,7 +167,7 @@ void agent_logic::report(thread_slot& slot, observation seen, const signal& s) {
     const std::uint64_t seq = newest_entry_of(slot.conversation.history(), state.request_id);
     std::visit(
         overloaded{[&](delta_event& d) { d.thread_seq = seq; }, [&](tool_started_event& t) { t.thread_seq = seq; },
-                   [&](tool_finished_event& t) { t.thread_seq = seq; }, [](request_finished_event&) {}},
+                   [&](tool_finished_event& t) { t.thread_seq = seq; }, [](auto&) {}},
         *seen.event);
     self_->send(slot.running->events, event_atom::value, std::move(*seen.event));
   }

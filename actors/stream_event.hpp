@@ -1,6 +1,7 @@
 #pragma once
 // What a caller who subscribed to a request sees while it runs.
 
+#include "directives/awaiting_input.hpp"
 #include "directives/reply.hpp"
 #include "signals/tool_result.hpp"
 
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace troupe {
 
@@ -41,12 +43,24 @@ struct tool_finished_event {
   std::uint64_t thread_seq = 0;
 };
 
+// The request paused: its approval_request entries are committed, and these
+// calls wait for a decision (in the order the model asked for them). The
+// request_finished_event that follows carries the paused reply. thread_seq
+// is the request's newest entry then: the last entry of the model's batch.
+struct approval_requested_event {
+  std::string request_id;
+  std::vector<open_approval> pending;
+  std::uint64_t thread_seq = 0;
+};
+
 // The last event of every request: completed when the reply has an answer,
 // failed (or cancelled) when it carries an error.
 struct request_finished_event {
   reply result;
 };
 
-using stream_event = std::variant<delta_event, tool_started_event, tool_finished_event, request_finished_event>;
+// A new kind goes last: callers may tell the kinds apart by index.
+using stream_event = std::variant<delta_event, tool_started_event, tool_finished_event, request_finished_event,
+                                  approval_requested_event>;
 
 }  // namespace troupe

@@ -49,6 +49,9 @@ int main() {
                    [](const troupe::delta_event& d) { std::cout << "  delta: " << d.text << "\n"; },
                    [](const troupe::tool_started_event& t) { std::cout << "  tool " << t.tool_name << " started\n"; },
                    [](const troupe::tool_finished_event& t) { std::cout << "  tool " << t.tool_name << " finished\n"; },
+                   [](const troupe::approval_requested_event& a) {
+                     std::cout << "  " << a.pending.size() << " call(s) wait for approval\n";
+                   },
                    [](const troupe::request_finished_event&) { std::cout << "  request finished\n"; }},
                e);
   };

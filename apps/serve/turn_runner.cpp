@@ -77,6 +77,7 @@ void run_turn(turn_context& ctx, const std::shared_ptr<turn>& t, const deployed_
                             for (numbered_event& n : ids->tool_finished(f.thread_seq, f.tool_call_id, event_data(f)))
                               t->push("tool.finished", n.data, n.id);
                           },
+                          [](const approval_requested_event&) {},
                           [&](const request_finished_event& f) {
                             // Counting the entries asks the agent: not on its own thread.
                             boost::asio::post(ctx.workers, [&ctx, t, &a, r = f.result, ids]() mutable {

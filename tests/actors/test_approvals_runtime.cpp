@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <iostream>
+#include <mutex>
 
 using namespace troupe;
 using namespace troupe::testing;
@@ -221,6 +222,37 @@ TEST_CASE("a request that needs approval pauses, and a decision continues it") {
   SECTION("a new question while paused is refused as busy") {
     CHECK(error_type_of(must_reply(a.ask("anything else?"))) == error_type::busy);
   }
+}
+
+TEST_CASE("a subscriber sees the pause as an event: the calls that wait, placed after the model's batch") {
+  counted_tools tools;
+  runtime rt({.provider = search_and_send()});
+  tools.add_to(rt);
+  agent a = rt.spawn_agent(supervised());
+  std::mutex m;
+  std::vector<stream_event> seen;
+  ask_options o{.request_id = "r1"};
+  o.on_event = [&](const stream_event& e) {
+    std::lock_guard lock(m);
+    seen.push_back(e);
+  };
+  REQUIRE(must_reply(a.ask("mail bob", std::move(o))).paused());
+  std::lock_guard lock(m);
+  REQUIRE(seen.size() >= 2);
+  CHECK(std::holds_alternative<request_finished_event>(seen.back()));
+  const auto* paused = std::get_if<approval_requested_event>(&seen[seen.size() - 2]);
+  REQUIRE(paused);
+  CHECK(paused->request_id == "r1");
+  REQUIRE(paused->pending.size() == 1);
+  CHECK(paused->pending[0].tool_call_id == "s2");
+  CHECK(paused->pending[0].tool == "send");
+  CHECK(paused->pending[0].arguments == json::object{{"to", "bob"}});
+  // The model's batch ends with send's approval request.
+  const auto t = a.snapshot();
+  REQUIRE(t);
+  const auto asked = t->of_kind(entry_kind::approval_request);
+  REQUIRE(asked.size() == 1);
+  CHECK(paused->thread_seq == asked[0]->seq);
 }
 
 // A runtime pauses a request and is destroyed; a new runtime on the same
