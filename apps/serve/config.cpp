@@ -48,6 +48,11 @@ agent_config read_agent(table_reader& r, const std::string& base_dir) {
   r.flag("cancel_on_disconnect", a.cancel_on_disconnect);
   r.count("max_loaded_threads", a.max_loaded_threads, 1, 100'000'000);
   r.seconds("thread_idle_timeout_seconds", a.thread_idle_timeout);
+  r.texts("approvals", a.approvals);
+  for (const std::string& t : a.approvals)
+    if (std::find(m.tools.begin(), m.tools.end(), t) == m.tools.end())
+      r.fail("approvals", "\"" + t + "\" is not one of the agent's tools");
+  r.seconds("approval_timeout_seconds", a.approval_timeout);
   r.refuse_unknown();
   // The model is resolved now so that a missing key or script stops the start.
   try {

@@ -38,6 +38,10 @@ struct agent_config {
   // them) beyond this many, or after this long unused.
   std::size_t max_loaded_threads = 10'000;
   std::chrono::milliseconds thread_idle_timeout{std::chrono::minutes(30)};
+  // Tools of this agent whose every call waits for a person's decision
+  // (POST …/decisions), for at most approval_timeout; then it is rejected.
+  std::vector<std::string> approvals;
+  std::chrono::milliseconds approval_timeout{std::chrono::hours(24)};
 };
 
 // What a key may read: a user's key the API, a metrics key /metrics alone

@@ -65,6 +65,9 @@ deployment::deployment(const serve_config& c, deployment_options o) {
     spec.max_loaded_threads = a.max_loaded_threads;
     spec.thread_idle_timeout = a.thread_idle_timeout;
     spec.context = cli::policy_for(a.model, m.model);
+    for (const std::string& t : a.approvals)
+      spec.approvals[t] = approval_rule{
+          approval_mode::always, {}, "needs a person's approval", a.approval_timeout.count(), verdict::reject};
     try {
       agent handle = rt_->spawn_agent(spec);
       agents_.push_back({a, m.model, a.model.tools, std::move(handle)});
@@ -75,6 +78,8 @@ deployment::deployment(const serve_config& c, deployment_options o) {
 }
 
 deployment::~deployment() { shutdown(); }
+
+std::shared_ptr<const registered_tool> deployment::tool(std::string_view name) const { return rt_->tools().find(name); }
 
 const deployed_agent* deployment::find(const std::string& id) const {
   for (const auto& a : agents_)

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace troupe::serve {
@@ -41,6 +42,8 @@ class deployment {
 
   const deployed_agent* find(const std::string& id) const;
   const std::vector<deployed_agent>& agents() const { return agents_; }
+  // A tool the agents may call (to check a person's edited arguments), or null.
+  std::shared_ptr<const registered_tool> tool(std::string_view name) const;
   store_handle& store() { return store_; }
   // Every agent still running (for /readyz).
   bool agents_up() const;

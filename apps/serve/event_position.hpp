@@ -14,8 +14,13 @@
 //   - tool.started, tool.finished: started * 2^13 + finished, the starts and
 //     ends of the call's tools told so far, this one included (ends are told
 //     in the order the model asked for the calls);
+//   - approval_request (a call that waits for a decision): counted as a
+//     start, after the starts of the batch's calls that run at once;
 //   - the last event (message.completed or error): 0, at the request's last
-//     entry.
+//     entry; a paused turn's (error awaiting_input): that entry's last
+//     offset, so that what its decisions add (told from the store: entries
+//     from the first approval_request on are placed after their own seq)
+//     comes after it.
 // Entries of one thread have distinct seqs, so ids are unique in the
 // conversation and grow along it; they stay below 2^53, exact in JavaScript.
 // The conversation event has no id: it opens a stream of its turn read from

@@ -49,6 +49,11 @@ std::vector<numbered_event> live_event_ids::tool_finished(std::uint64_t seq, con
   return out;
 }
 
+std::uint64_t live_event_ids::approval_requested(std::uint64_t seq) {
+  place(seq);
+  return told(event_id(seq, tool_offset(++started_, finished_)));
+}
+
 std::vector<numbered_event> live_event_ids::held() {
   std::vector<numbered_event> out;
   for (; next_end_ < ends_.size(); ++next_end_)
@@ -57,8 +62,8 @@ std::vector<numbered_event> live_event_ids::held() {
   return out;
 }
 
-std::uint64_t live_event_ids::last(std::optional<std::uint64_t> last_seq) {
-  return told(last_seq ? std::max(event_id(*last_seq, 0), last_id_ + 1) : last_id_ + 1);
+std::uint64_t live_event_ids::last(std::optional<std::uint64_t> last_seq, bool paused) {
+  return told(last_seq ? std::max(event_id(*last_seq, paused ? max_offset : 0), last_id_ + 1) : last_id_ + 1);
 }
 
 }  // namespace troupe::serve

@@ -31,10 +31,14 @@ class live_event_ids {
   // held for it.
   std::vector<numbered_event> tool_finished(std::uint64_t seq, const std::string& tool_call_id,
                                             boost::json::object data);
+  // A call that waits for a decision, told after the starts of the batch's
+  // free calls and counted among its starts.
+  std::uint64_t approval_requested(std::uint64_t seq);
   // The ends still held, in call order, when the turn ends.
   std::vector<numbered_event> held();
-  // The last event's id: at the request's last entry, when known.
-  std::uint64_t last(std::optional<std::uint64_t> last_seq);
+  // The last event's id: at the request's last entry, when known (a paused
+  // turn's at the end of that entry's range: a decision's events follow it).
+  std::uint64_t last(std::optional<std::uint64_t> last_seq, bool paused = false);
 
  private:
   void place(std::uint64_t seq);

@@ -70,6 +70,8 @@ std::optional<std::uint64_t> count_param(const std::shared_ptr<exchange>& ex, st
 
 // POST /v1/conversations/{platform}/{chat_id}/messages and GET /v1/conversations/{id}/events.
 void add_message_routes(router& r, route_context& ctx);
+// GET /v1/conversations/{id}/pending and POST /v1/conversations/{id}/decisions.
+void add_approval_routes(router& r, route_context& ctx);
 // List, get, trace, archive, delete and fork.
 void add_conversation_routes(router& r, route_context& ctx);
 

@@ -54,6 +54,7 @@ server::server(serve_config config, deployment_options options)
   route_ctx_ = std::make_unique<route_context>(route_context{config_, *agents_, turns_, *runner_, workers_, draining_});
   add_message_routes(routes_, *route_ctx_);
   add_conversation_routes(routes_, *route_ctx_);
+  add_approval_routes(routes_, *route_ctx_);
   add_service_routes(routes_, *route_ctx_);
   add_openai_routes(routes_, *route_ctx_);
   add_metrics_route(routes_, metrics_);

@@ -7,6 +7,7 @@
 #include <boost/json/parse.hpp>
 
 #include <span>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace troupe::serve {
@@ -48,19 +49,37 @@ std::optional<replayed_turn> replay_turn(const std::vector<entry>& entries, turn
 
   // Each event's id is the one it had live (event_position.hpp): a delta is
   // placed after the request's entry before its message, a tool's start and
-  // end after the last call of the model's batch.
+  // end after the last call of the model's batch. A batch's approval
+  // requests follow the starts of its free calls, as they were sent live.
+  // Nothing after a pause was sent live (a decision's continuation is told
+  // from here): from the first approval request on, each result and
+  // decision is placed after its own entry.
   replayed_turn out;
   auto add = [&](std::string name, const json::value& data, std::uint64_t id) {
     out.events.push_back(make_event(id, std::move(name), data));
   };
+  auto in_batch = [&](std::size_t i) {
+    return i < run.size() && (run[i].kind == entry_kind::tool_call || run[i].kind == entry_kind::approval_request);
+  };
   add("conversation", conversation_event(ids), 0);
   std::optional<reply> ended;
   std::uint64_t batch_seq = 0, started = 0, finished = 0;
+  bool after_pause = false;
+  std::vector<open_approval> asked_in_batch;
+  std::vector<open_approval> waiting;  // asked, neither decided nor answered
+  std::unordered_set<std::string> asked;
+  std::unordered_map<std::string, tool_started_event> calls;
+  for (const entry& e : run)
+    if (e.kind == entry_kind::approval_request) asked.emplace(string_field(e.refs, "tool_call_id").value_or(""));
+  auto settle = [&](const std::string& tool_call_id) {
+    std::erase_if(waiting, [&](const open_approval& a) { return a.tool_call_id == tool_call_id; });
+  };
   for (std::size_t i = 0; i < run.size(); ++i) {
     const entry& e = run[i];
     // Replays are rare (a reconnect after the turn): the JSON form keeps this
     // reader the same for every kind.
     const json::object p = e.payload.to_json();
+    const std::string tool_call_id(string_field(e.refs, "tool_call_id").value_or(""));
     if (e.kind == entry_kind::message) {
       const auto role = string_field(p, "role");
       const std::string content(string_field(p, "content").value_or(""));
@@ -73,28 +92,58 @@ std::optional<replayed_turn> replay_turn(const std::vector<entry>& entries, turn
         // The answer is the assistant message that ends the turn.
         ended = reply{wanted, content, {}, 0};
       }
-    } else if (e.kind == entry_kind::tool_call) {
-      ended.reset();
-      if (i == 0 || run[i - 1].kind != entry_kind::tool_call) {
+    } else if (in_batch(i)) {
+      if (i == 0 || !in_batch(i - 1)) {
         std::size_t last = i;
-        while (last + 1 < run.size() && run[last + 1].kind == entry_kind::tool_call) ++last;
+        while (in_batch(last + 1)) ++last;
         batch_seq = run[last].seq;
         started = finished = 0;
       }
-      tool_started_event s{wanted,
-                           std::string(string_field(e.refs, "tool_call_id").value_or("")),
-                           std::string(string_field(p, "name").value_or("")),
-                           {}};
-      if (refused.contains(s.tool_call_id)) continue;
-      if (const auto* args = p.if_contains("arguments"); args && args->is_object()) s.arguments = args->as_object();
-      add("tool.started", event_data(s), event_id(batch_seq, tool_offset(++started, finished)));
+      if (e.kind == entry_kind::tool_call) {
+        ended.reset();
+        tool_started_event s{wanted, tool_call_id, std::string(string_field(p, "name").value_or("")), {}};
+        if (const auto* args = p.if_contains("arguments"); args && args->is_object()) s.arguments = args->as_object();
+        calls[tool_call_id] = s;
+        // A call that waits for a decision has not started.
+        if (!refused.contains(tool_call_id) && !asked.contains(tool_call_id))
+          add("tool.started", event_data(s), event_id(batch_seq, tool_offset(++started, finished)));
+      } else {
+        after_pause = true;
+        open_approval a{tool_call_id,
+                        std::string(string_field(p, "tool").value_or("")),
+                        {},
+                        std::string(string_field(p, "reason").value_or("")),
+                        int_field(p, "expires_at").value_or(0)};
+        if (const auto* args = p.if_contains("arguments"); args && args->is_object()) a.arguments = args->as_object();
+        asked_in_batch.push_back(a);
+        waiting.push_back(std::move(a));
+      }
+      if (!in_batch(i + 1)) {
+        for (const open_approval& a : asked_in_batch)
+          add("approval_request", event_data(wanted, a), event_id(batch_seq, tool_offset(++started, finished)));
+        asked_in_batch.clear();
+      }
+    } else if (e.kind == entry_kind::decision) {
+      settle(tool_call_id);
+      json::object d{{"request_id", wanted}, {"tool_call_id", tool_call_id}};
+      for (const char* key : {"verdict", "decided_by", "message", "arguments", "expired"})
+        if (const auto* v = p.if_contains(key)) d[key] = *v;
+      add("approval_decision", d, event_id(e.seq, 0));
+      const auto verdict = string_field(p, "verdict");
+      if (auto call = calls.find(tool_call_id); call != calls.end() && verdict != "reject") {
+        tool_started_event s = call->second;
+        if (const auto* args = p.if_contains("arguments"); verdict == "edit" && args && args->is_object())
+          s.arguments = args->as_object();
+        add("tool.started", event_data(s), event_id(e.seq, 1));
+      }
     } else if (e.kind == entry_kind::tool_result) {
+      settle(tool_call_id);
       auto outcome = decode_tool_outcome(p, "payload");
-      tool_finished_event f{wanted, std::string(string_field(e.refs, "tool_call_id").value_or("")),
-                            std::string(string_field(p, "name").value_or("")),
+      tool_finished_event f{wanted, tool_call_id, std::string(string_field(p, "name").value_or("")),
                             outcome ? *outcome : tool_outcome{json::value(nullptr)}};
       if (refused.contains(f.tool_call_id)) continue;
-      add("tool.finished", event_data(f), event_id(batch_seq, tool_offset(started, ++finished)));
+      add("tool.finished", event_data(f),
+          after_pause ? event_id(e.seq, 0) : event_id(batch_seq, tool_offset(started, ++finished)));
     } else if (e.kind == entry_kind::error) {
       auto err = decode_error_info(json::value(p), "payload");
       ended = reply{wanted, err ? *err : error_info::of("unknown", "an unreadable error entry"), {}, 0};
@@ -104,6 +153,14 @@ std::optional<replayed_turn> replay_turn(const std::vector<entry>& entries, turn
     out.result = turn_result{*ended, entries.size(), false};
     auto [name, data] = final_event(*out.result);
     add(std::move(name), data, event_id(entries.back().seq, 0));
+  } else if (!waiting.empty()) {
+    // Paused: the turn has ended for now, with the calls that wait.
+    const std::string message =
+        std::to_string(waiting.size()) + " tool call(s) of request " + wanted + " wait for a decision";
+    out.result = turn_result{reply{wanted, error_info::of(error_type::awaiting_input, message), {}, 0, waiting},
+                             entries.size(), false};
+    auto [name, data] = final_event(*out.result);
+    add(std::move(name), data, event_id(entries.back().seq, max_offset));
   }
   return out;
 }

@@ -42,6 +42,17 @@ json::object event_data(const tool_finished_event& e) {
   return o;
 }
 
+json::object event_data(const std::string& request_id, const open_approval& a) {
+  return {{"request_id", request_id}, {"tool_call_id", a.tool_call_id}, {"tool", a.tool}, {"arguments", a.arguments},
+          {"reason", a.reason},       {"expires_at", a.expires_at}};
+}
+
+json::array pending_json(const reply& r) {
+  json::array out;
+  for (const open_approval& a : r.pending) out.push_back(event_data(r.request_id, a));
+  return out;
+}
+
 json::object usage_json(const turn_result& r) {
   return {{"input_tokens", r.outcome.usage.input_tokens}, {"output_tokens", r.outcome.usage.output_tokens}};
 }
@@ -60,7 +71,9 @@ std::pair<std::string, json::object> final_event(const turn_result& r) {
   if (const auto* answer = std::get_if<std::string>(&r.outcome.outcome))
     return {"message.completed",
             {{"answer", *answer}, {"usage", usage_or_null(r)}, {"entries_appended", entries_or_null(r)}}};
-  return {"error", {{"error", error_object(std::get<error_info>(r.outcome.outcome))}}};
+  json::object data{{"error", error_object(std::get<error_info>(r.outcome.outcome))}};
+  if (r.outcome.paused()) data["pending"] = pending_json(r.outcome);
+  return {"error", std::move(data)};
 }
 
 http_response answer_response(const turn_ids& ids, const turn_result& r) {
@@ -73,6 +86,11 @@ http_response answer_response(const turn_ids& ids, const turn_result& r) {
   }
   const auto& e = std::get<error_info>(r.outcome.outcome);
   body["error"] = error_object(e);
+  // Not a failure: the turn waits for decisions (POST …/decisions).
+  if (r.outcome.paused()) {
+    body["pending"] = pending_json(r.outcome);
+    return json_response(http::status::accepted, body);
+  }
   http_response res = json_response(status_of_error(e.type), body);
   if (e.type == error_type::queue_full) res.set(http::field::retry_after, "1");
   return res;

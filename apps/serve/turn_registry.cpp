@@ -63,6 +63,11 @@ void turn_registry::finished(const std::shared_ptr<turn>& t) {
 void turn_registry::keep(const std::shared_ptr<turn>& t) {
   const std::size_t bytes = t->kept_bytes();
   std::lock_guard lock(mutex_);
+  // A paused turn told again with what its decisions added takes its place.
+  by_request_[t->ids().request_id] = t;
+  if (auto l = last_finished_.find(t->ids().conversation_id);
+      l == last_finished_.end() || l->second->ids().request_id == t->ids().request_id)
+    last_finished_[t->ids().conversation_id] = t;
   finished_.emplace_back(t, bytes);
   finished_bytes_ += bytes;
   // The newest one stays, however large: its retry must find it.

@@ -45,7 +45,9 @@ class turn_registry {
   // The turn has ended: it no longer holds up its conversation.
   void finished(const std::shared_ptr<turn>& t);
   // Keeps an ended turn (its events coalesced by now) among the finished
-  // ones, the oldest giving way past either bound.
+  // ones, the oldest giving way past either bound; one with the request id
+  // of a turn kept before (a paused turn, told again after a decision)
+  // replaces it for readers.
   void keep(const std::shared_ptr<turn>& t);
   std::size_t finished_bytes() const;
 

@@ -25,7 +25,7 @@ void complete(turn_context& ctx, const std::shared_ptr<turn>& t, const deployed_
   for (numbered_event& e : ids.held()) t->push("tool.finished", e.data, e.id);
   // Unregistered first: whoever hears the answer finds the conversation free.
   ctx.turns.finished(t);
-  t->finish(result, name, data, ids.last(extent ? extent->last_seq : std::nullopt));
+  t->finish(result, name, data, ids.last(extent ? extent->last_seq : std::nullopt, result.outcome.paused()));
   ctx.turns.keep(t);
   const auto first = t->first_agent_event();
   turn_record rec{t->ids().agent_id,
@@ -77,7 +77,11 @@ void run_turn(turn_context& ctx, const std::shared_ptr<turn>& t, const deployed_
                             for (numbered_event& n : ids->tool_finished(f.thread_seq, f.tool_call_id, event_data(f)))
                               t->push("tool.finished", n.data, n.id);
                           },
-                          [](const approval_requested_event&) {},
+                          [&](const approval_requested_event& p) {
+                            for (const open_approval& call : p.pending)
+                              t->push("approval_request", event_data(p.request_id, call),
+                                      ids->approval_requested(p.thread_seq));
+                          },
                           [&](const request_finished_event& f) {
                             // Counting the entries asks the agent: not on its own thread.
                             boost::asio::post(ctx.workers, [&ctx, t, &a, r = f.result, ids]() mutable {

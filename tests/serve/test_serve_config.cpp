@@ -48,6 +48,16 @@ TEST_CASE("a serve config") {
     CHECK(c.agents[0].max_loaded_threads == 5);
     CHECK(c.agents[0].thread_idle_timeout == std::chrono::seconds(60));
   }
+  SECTION("reads an agent's approvals: tools of its own whose calls wait for a person, and for how long") {
+    const serve_config c = parse_config(
+        agent + "tools = [\"calculator\"]\napprovals = [\"calculator\"]\napproval_timeout_seconds = 60\n" + key,
+        "serve.toml", "");
+    REQUIRE(c.agents.size() == 1);
+    CHECK(c.agents[0].approvals == std::vector<std::string>{"calculator"});
+    CHECK(c.agents[0].approval_timeout == std::chrono::seconds(60));
+    CHECK_THAT(refusal(agent + "tools = [\"calculator\"]\napprovals = [\"send\"]\n" + key),
+               Catch::Contains("agents[0].approvals: \"send\" is not one of the agent's tools"));
+  }
   SECTION("reads the listen address, limits, deadlines and policies") {
     const serve_config c = parse_config(
         "listen = \"0.0.0.0:9000\"\nio_threads = 3\ndrain_deadline_seconds = 2.5\n[limits]\nmax_body_bytes = 100\n"

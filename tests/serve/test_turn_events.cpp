@@ -168,3 +168,73 @@ TEST_CASE("a turn told from the store has its live ids, and no events for a call
                                                                    {"message.completed", event_id(15, 0)}});
   CHECK(json::parse(r->events[1].data).at("tool_call_id") == "tc2");
 }
+
+// The model asks for send (which waits for a person) and search (which runs)
+// in one turn; search ends while the request waits; then send is approved,
+// runs, and the model answers.
+TEST_CASE("a paused turn told from the store: its pause has its live ids, and what its decisions added follows") {
+  thread t("th");
+  sequential_ids ids;
+  auto refs = [](const char* tool_call_id, std::int64_t iteration = 1) {
+    return entry_refs::of("r", iteration, "c1", tool_call_id);
+  };
+  t.append({entry_draft(message_payload{"user", "q", {}, {}, {}}, entry_refs::of("r", 1)),
+            entry_draft(tool_call_payload::of("send", {{"to", "bob"}}, std::nullopt), refs("tc1")),
+            entry_draft(
+                std::string(entry_kind::approval_request),
+                json::object{{"tool", "send"}, {"arguments", {{"to", "bob"}}}, {"reason", "mail"}, {"expires_at", 99}},
+                refs("tc1")),
+            entry_draft(tool_call_payload::of("search", {}, std::nullopt), refs("tc2"))},
+           1, ids);
+  auto told = [&] {
+    std::vector<entry> of_r;
+    for (const entry* e : t.with_ref("request_id", json::value("r"))) of_r.push_back(*e);
+    auto r = replay_turn(of_r, turn_ids{"r", "conv", "th", "agent", "alice", "", "", {}, {}, 0});
+    REQUIRE(r);
+    return *r;
+  };
+  using named = std::vector<std::pair<std::string, std::uint64_t>>;
+  auto names_and_ids = [](const replayed_turn& r) {
+    named out;
+    for (const sse_event& e : r.events) out.emplace_back(e.name, e.id);
+    return out;
+  };
+
+  SECTION("paused: the free call's start, then the request, then the end at the batch's last offset") {
+    const replayed_turn r = told();
+    REQUIRE(r.result);
+    REQUIRE(r.result->outcome.paused());
+    CHECK(r.result->outcome.pending[0].tool_call_id == "tc1");
+    CHECK(names_and_ids(r) == named{{"conversation", 0},
+                                    {"tool.started", event_id(3, tool_offset(1, 0))},
+                                    {"approval_request", event_id(3, tool_offset(2, 0))},
+                                    {"error", event_id(3, max_offset)}});
+    // As they were numbered live.
+    live_event_ids live;
+    CHECK(live.tool_started(3, "tc2") == r.events[1].id);
+    CHECK(live.approval_requested(3) == r.events[2].id);
+    CHECK(live.last(3, true) == r.events[3].id);
+  }
+  SECTION("decided and answered: each later event after its own entry, all past the pause") {
+    t.append({entry_draft(tool_result_payload::of("search", json::value("found")), refs("tc2")),
+              entry_draft(std::string(entry_kind::decision),
+                          json::object{{"verdict", "approve"}, {"decided_by", "ada"}}, refs("tc1")),
+              entry_draft(tool_result_payload::of("send", json::value("sent")), refs("tc1")),
+              entry_draft(message_payload{"assistant", "answer", {}, {}, {}}, entry_refs::of("r", 2, "c2"))},
+             2, ids);
+    const replayed_turn r = told();
+    REQUIRE(r.result);
+    CHECK(r.result->outcome.ok());
+    CHECK(names_and_ids(r) == named{{"conversation", 0},
+                                    {"tool.started", event_id(3, tool_offset(1, 0))},
+                                    {"approval_request", event_id(3, tool_offset(2, 0))},
+                                    {"tool.finished", event_id(4, 0)},
+                                    {"approval_decision", event_id(5, 0)},
+                                    {"tool.started", event_id(5, 1)},
+                                    {"tool.finished", event_id(6, 0)},
+                                    {"message.delta", event_id(6, 6)},
+                                    {"message.completed", event_id(7, 0)}});
+    CHECK(json::parse(r.events[4].data).at("decided_by") == "ada");
+    CHECK(json::parse(r.events[5].data).at("tool_call_id") == "tc1");
+  }
+}
