@@ -1,6 +1,7 @@
 // The web chat page of `troupe serve`, in a real browser: Debian's Chromium
 // driven by playwright-core, against the real server binary with a scripted
-// model (deltas, a tool call, more deltas).
+// model (deltas, a tool call, more deltas), and a tool call that waits for
+// a person's approval.
 //
 //   node chat_page.test.mjs TROUPE_BINARY [PORT] [--screenshot FILE.png]
 //
@@ -48,6 +49,11 @@ writeFileSync(join(dir, "slow.json"), JSON.stringify([{ ...script[0], delay_ms: 
 // A model that fails at once, without retries (bad_request is not retried).
 const failure = "the scripted model refused (page test)";
 writeFileSync(join(dir, "failing.json"), JSON.stringify([{ error: { type: "bad_request", message: failure } }]));
+// A clerk whose calculator calls wait for a person's approval.
+writeFileSync(join(dir, "clerk.json"), JSON.stringify([
+  { tool_calls: [{ id: "call-9", name: "calculator", arguments: { expression: "6 * 7" } }] },
+  { chunks: ["6 × 7 ", "= 42."] },
+]));
 writeFileSync(
   join(dir, "serve.toml"),
   `listen = "127.0.0.1:${port}"
@@ -68,6 +74,13 @@ id = "slow"
 provider = "scripted"
 script = "slow.json"
 tools = ["calculator"]
+
+[[agents]]
+id = "clerk"
+provider = "scripted"
+script = "clerk.json"
+tools = ["calculator"]
+approvals = ["calculator"]
 
 [[agents]]
 id = "failing"
@@ -282,6 +295,31 @@ async function main() {
   // Chromium logs the stream it lost; that one is expected.
   const lost = /net::ERR_(INCOMPLETE_CHUNKED_ENCODING|CONNECTION_CLOSED|CONNECTION_RESET|EMPTY_RESPONSE)/;
   problems.splice(0, problems.length, ...problems.filter((p) => !lost.test(p)));
+
+  // A tool that needs approval: the turn pauses with Approve and Reject on
+  // the call; a reload shows them again (from GET …/pending); Approve runs
+  // the tool and the answer goes on to its end.
+  await page.getByRole("button", { name: "New conversation" }).click();
+  await page.getByLabel("Agent", { exact: true }).selectOption("clerk");
+  await page.getByRole("textbox", { name: "Message", exact: true }).fill("What is 6 * 7?");
+  await page.getByRole("textbox", { name: "Message", exact: true }).press("Enter");
+  const approval = page.locator(".message.assistant .approval");
+  await approval.getByRole("button", { name: "Approve" }).waitFor();
+  check((await approval.locator(".arguments").textContent()).includes("6 * 7"), "the waiting call's arguments");
+  check((await page.locator(".message.assistant .error").count()) === 0, "a pause is not shown as a failure");
+  check((await page.locator(".message.assistant").last().getAttribute("aria-busy")) === null, "the paused answer not busy");
+  await page.reload();
+  await approval.getByRole("button", { name: "Approve" }).click();
+  const decided = page.locator(".message.assistant").last();
+  await decided.locator(".text").getByText("= 42.").waitFor();
+  check((await approval.locator(".state").textContent()).includes("approved by web-tester"), "the decision shown");
+  check((await approval.getByRole("button").count()) === 0, "no buttons once decided");
+  const ran = decided.locator(".tool:not(.approval)");
+  check((await ran.locator(".state").textContent()).trim() === "done", "the approved call ran");
+  check((await ran.locator(".result").textContent()).includes("42"), "the calculator's result, got " + (await ran.locator(".result").textContent()));
+  const approved_answer = (await decided.locator(".text").allTextContents()).join("");
+  check(approved_answer === "6 × 7 = 42.", "the final answer after the approval, got " + approved_answer);
+  check(!(await page.locator("#send").isDisabled()), "Send enabled after the approved turn");
 
   // A failed turn is shown in its answer, as the server put it.
   await page.getByRole("button", { name: "New conversation" }).click();
