@@ -57,7 +57,10 @@ void agent_logic::run(thread_slot& slot, const signal& s) {
 
 // A step whose entries are stored: its directives leave.
 void agent_logic::take(thread_slot& slot, react_thread::prepared_step&& step) {
-  for (directive& d : slot.conversation.adopt(std::move(step))) dispatch(slot, std::move(d));
+  const std::uint64_t from = slot.conversation.history().size();
+  std::vector<directive> next = slot.conversation.adopt(std::move(step));
+  report_approval_waits(slot, from);
+  for (directive& d : next) dispatch(slot, std::move(d));
 }
 
 // The store's answer to the commit of a thread's pending step.

@@ -3,6 +3,7 @@
 // subscribed caller sees.
 
 #include "actors/detail/agent_state.hpp"
+#include "runtime/telemetry/approval_waits.hpp"
 #include "runtime/telemetry/genai_messages.hpp"
 #include "signals/overloaded.hpp"
 
@@ -195,6 +196,16 @@ void agent_logic::describe_request_span(telemetry_event& e, const request_trace&
   if (st_.ctx->record_content) {
     e.input_messages = genai_text_message("user", t.question);
     if (r.ok()) e.output_messages = genai_text_message("assistant", std::get<std::string>(r.outcome));
+  }
+}
+
+// A decision committed ends its call's wait for a person: a span of its own
+// (the request's ended when it paused). `from` is the thread's size before
+// the step's entries were adopted.
+void agent_logic::report_approval_waits(thread_slot& slot, std::uint64_t from) {
+  for (telemetry_event& e : approval_waits(slot.conversation.history(), from, st_.id)) {
+    if (st_.ctx->record_spans) e.span = child_span(span_context{}, ids(), true);
+    st_.ctx->emit(e.kind, [&] { return std::move(e); });
   }
 }
 

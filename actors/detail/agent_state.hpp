@@ -279,6 +279,7 @@ class agent_logic {
   void report(thread_slot& slot, observation seen, const signal& s);
   void report(telemetry_kind kind, const std::string& thread_id, const std::string& request_id);
   void report_request_end(thread_slot& slot, const reply& r);
+  void report_approval_waits(thread_slot& slot, std::uint64_t from);
   void describe_span(telemetry_event& e, const request_trace& t, const signal& s,
                      const std::optional<request_trace::tool_span>& tool) const;
   void describe_request_span(telemetry_event& e, const request_trace& t, const reply& r) const;

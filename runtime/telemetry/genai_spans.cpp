@@ -4,7 +4,7 @@ namespace troupe {
 
 namespace {
 
-enum class span_of { none, request, model_call, tool_call };
+enum class span_of { none, request, model_call, tool_call, approval_wait };
 
 span_of classify(telemetry_kind k) {
   switch (k) {
@@ -18,6 +18,8 @@ span_of classify(telemetry_kind k) {
     case telemetry_kind::tool_completed:
     case telemetry_kind::tool_error:
       return span_of::tool_call;
+    case telemetry_kind::approval_decided:
+      return span_of::approval_wait;
     default:
       return span_of::none;
   }
@@ -104,6 +106,19 @@ std::optional<span> genai_span(const telemetry_event& e) {
         put_failure(s, e);
         s.status_message = e.error_type;  // detail is the tool's name here
       }
+      break;
+    case span_of::approval_wait:
+      // The conventions name no operation for a person's decision: troupe's
+      // own attributes say what was decided, by whom, after how long.
+      s.name = "await_approval " + e.detail;
+      s.kind = span_kind::internal;
+      put(s, "gen_ai.tool.name", e.detail);
+      put(s, "gen_ai.tool.call.id", e.tool_call_id);
+      put(s, "gen_ai.conversation.id", e.thread_id);
+      put(s, "troupe.request.id", e.request_id);
+      put(s, "troupe.approval.verdict", e.verdict);
+      put_if(s, "troupe.approval.decided_by", e.decided_by);
+      put(s, "troupe.approval.expired", e.expired);
       break;
     case span_of::none:
       break;

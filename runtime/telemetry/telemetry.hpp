@@ -41,9 +41,10 @@ enum class telemetry_kind {
   summary_failed,
   callback_failed,  // an embedder's on_event / on_reply threw
   thread_loaded,
-  thread_unloaded,  // an agent's thread table: loads and evictions
-  actor_restarted,  // an executor or broker replaced in its pool slot
-  thread_repaired,  // a store read a thread with bytes that are not UTF-8, mended (once per thread)
+  thread_unloaded,   // an agent's thread table: loads and evictions
+  actor_restarted,   // an executor or broker replaced in its pool slot
+  thread_repaired,   // a store read a thread with bytes that are not UTF-8, mended (once per thread)
+  approval_decided,  // a tool call that waited for a person got its decision: the wait ends (approval_waits.hpp)
 };
 
 std::string_view to_string(telemetry_kind k);
@@ -81,6 +82,11 @@ struct telemetry_event {
   // JSON text in the shape of the GenAI conventions' gen_ai.*.messages.
   std::string input_messages{};
   std::string output_messages{};
+  // approval_decided: the decision's verdict, who decided ("expiry" when
+  // the deadline did) and whether it was the rule's default at its deadline.
+  std::string verdict{};
+  std::string decided_by{};
+  bool expired = false;
 };
 
 class telemetry_sink {

@@ -255,6 +255,36 @@ TEST_CASE("a subscriber sees the pause as an event: the calls that wait, placed 
   CHECK(paused->thread_seq == asked[0]->seq);
 }
 
+TEST_CASE("the wait from a pause to its decision is reported, timed by the thread's entries") {
+  counted_tools tools;
+  auto sink = std::make_shared<recording_sink>();
+  runtime rt({.provider = search_and_send(), .telemetry = sink});
+  tools.add_to(rt);
+  agent a = rt.spawn_agent(supervised());
+  REQUIRE(must_reply(a.ask("mail bob", {.request_id = "r1"})).paused());
+  CHECK(sink->count(telemetry_kind::approval_decided) == 0);
+  must_reply(a.decide(decide("r1", verdict::approve)));
+  REQUIRE(sink->wait_for(telemetry_kind::approval_decided, 1, patience));
+  telemetry_event waited;
+  for (const telemetry_event& e : sink->events())
+    if (e.kind == telemetry_kind::approval_decided) waited = e;
+  CHECK(waited.request_id == "r1");
+  CHECK(waited.tool_call_id == "s2");
+  CHECK(waited.detail == "send");
+  CHECK(waited.verdict == "approve");
+  CHECK(waited.decided_by == "ada");
+  CHECK_FALSE(waited.expired);
+  const auto t = a.snapshot();
+  REQUIRE(t);
+  const auto asked = t->of_kind(entry_kind::approval_request);
+  const auto decided = t->of_kind(entry_kind::decision);
+  REQUIRE(asked.size() == 1);
+  REQUIRE(decided.size() == 1);
+  CHECK(waited.duration_us == (decided[0]->at - asked[0]->at) * 1000);
+  CHECK(waited.end_unix_ns == decided[0]->at * 1'000'000);
+  CHECK(sink->count(telemetry_kind::approval_decided) == 1);
+}
+
 // A runtime pauses a request and is destroyed; a new runtime on the same
 // store (opened again, as a restarted process would) takes the decision and
 // finishes the request. `open` gives the store, each time anew.

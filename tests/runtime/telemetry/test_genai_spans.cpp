@@ -151,3 +151,23 @@ TEST_CASE("only span-ending events with span ids become spans", "[telemetry][gen
     CHECK(text(*genai_span(e), "gen_ai.output.messages") == e.output_messages);
   }
 }
+
+TEST_CASE("a tool call's wait for a person becomes an await_approval span", "[telemetry][genai_spans]") {
+  auto e = ended(telemetry_kind::approval_decided);
+  e.detail = "send_email";
+  e.verdict = "reject";
+  e.decided_by = "ada";
+  auto s = genai_span(e);
+  REQUIRE(s);
+  CHECK(s->name == "await_approval send_email");
+  CHECK(s->kind == span_kind::internal);
+  CHECK(s->end_unix_ns - s->start_unix_ns == 1'500'000);
+  CHECK(text(*s, "gen_ai.tool.name") == "send_email");
+  CHECK(text(*s, "gen_ai.tool.call.id") == "tc-1");
+  CHECK(text(*s, "troupe.request.id") == "req-1");
+  CHECK(text(*s, "troupe.approval.verdict") == "reject");
+  CHECK(text(*s, "troupe.approval.decided_by") == "ada");
+  CHECK(std::get<bool>(*s->attribute("troupe.approval.expired")) == false);
+  // A rejection is a person's answer, not a failure of the span.
+  CHECK(s->status == span_status::unset);
+}
