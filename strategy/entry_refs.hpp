@@ -60,6 +60,7 @@ class entry_refs {
   friend bool operator==(const entry_refs&, const entry_refs&) = default;
   friend bool operator==(const entry_refs& a, const boost::json::object& b) { return a.to_json() == b; }
   friend std::string json_text(const entry_refs& r);
+  friend class entry_codec;  // writes and reads the fields as they are (entry_codec.hpp)
 
  private:
   enum class known : std::uint8_t { request_id, iteration, call_id, tool_call_id };
