@@ -1,19 +1,63 @@
 #include "runtime/store/memory_store.hpp"
 
 #include "runtime/clock.hpp"
+#include "strategy/entry_codec.hpp"
 
 #include <algorithm>
 #include <functional>
 
 namespace troupe {
 
+namespace {
+
+store_error conflict(const thread_view& t, std::uint64_t stored_rev, std::uint64_t expected_rev) {
+  return store_error{"conflict", "thread " + t.id() + " is at rev " + std::to_string(stored_rev) + ", not " +
+                                     std::to_string(expected_rev)};
+}
+
+}  // namespace
+
 memory_store::shard& memory_store::shard_of(const std::string& thread_id) {
   return shards_[std::hash<std::string>{}(thread_id) % shards_.size()];
+}
+
+stored<thread> memory_store::expand(const stored_compact& c) const {
+  auto entries = entry_codec::read_all(c.bytes);
+  if (!entries) return store_error{"corrupt", "thread " + c.id + ": " + entries.error().describe()};
+  auto t = thread::restore(c.id, c.rev, c.created_at, c.updated_at, c.metadata ? *c.metadata : boost::json::object(),
+                           std::move(*entries));
+  if (!t) return store_error{"corrupt", "thread " + c.id + ": " + t.error().describe()};
+  return std::move(*t);
+}
+
+void memory_store::write_new_entries(const stored_compact& c, const thread_view& t) {
+  if (t.size() < c.size) {  // not an extension: written again whole
+    c.bytes.clear();
+    c.size = 0;
+  }
+  for (std::uint64_t i = c.size; i < t.size(); ++i)
+    entry_codec::write(c.bytes, *t.at_seq(i), i ? t.at_seq(i - 1) : nullptr);
+  // Held until the thread's next commit, maybe for the whole run: no
+  // room to grow into.
+  c.bytes.shrink_to_fit();
+  c.size = t.size();
+  c.rev = t.rev();
+  c.created_at = t.created_at();
+  c.updated_at = t.updated_at();
+  if (t.metadata().empty())
+    c.metadata.reset();
+  else if (!c.metadata || *c.metadata != t.metadata())
+    c.metadata = std::make_shared<const boost::json::object>(t.metadata());
 }
 
 stored<thread> memory_store::load(const std::string& thread_id) {
   shard& s = shard_of(thread_id);
   std::lock_guard lock(s.mutex);
+  if (form_ == memory_form::compact) {
+    auto it = s.compact.find(thread_id);
+    if (it == s.compact.end()) return store_error{"not_found", "no thread " + thread_id};
+    return expand(*it);
+  }
   auto it = s.threads.find(thread_id);
   if (it == s.threads.end()) return store_error{"not_found", "no thread " + thread_id};
   return thread(it->view);
@@ -21,7 +65,10 @@ stored<thread> memory_store::load(const std::string& thread_id) {
 
 stored<std::vector<entry>> memory_store::request_entries(const std::string& thread_id, const std::string& request_id) {
   std::optional<thread_view> view;
-  {
+  if (form_ == memory_form::compact) {
+    auto t = load(thread_id);
+    if (t) view = *t;
+  } else {
     shard& s = shard_of(thread_id);
     std::lock_guard lock(s.mutex);
     if (auto it = s.threads.find(thread_id); it != s.threads.end()) view = it->view;
@@ -65,16 +112,23 @@ stored<std::uint64_t> memory_store::append(const thread_view& t, std::uint64_t e
   {
     shard& s = shard_of(t.id());
     std::lock_guard lock(s.mutex);
-    auto it = s.threads.find(t.id());
-    const std::uint64_t stored_rev = it == s.threads.end() ? 0 : it->view.rev();
-    if (stored_rev != expected_rev)
-      return store_error{"conflict", "thread " + t.id() + " is at rev " + std::to_string(stored_rev) + ", not " +
-                                         std::to_string(expected_rev)};
-    if (it == s.threads.end()) {
-      s.threads.insert(stored_view{t});
+    if (form_ == memory_form::compact) {
+      auto c = s.compact.find(t.id());
+      const std::uint64_t stored_rev = c == s.compact.end() ? 0 : c->rev;
+      if (stored_rev != expected_rev) return conflict(t, stored_rev, expected_rev);
+      if (c == s.compact.end()) c = s.compact.insert(stored_compact{t.id(), 0, 0, 0, 0, nullptr, {}}).first;
+      stored_size = c->size;
+      write_new_entries(*c, t);
     } else {
-      stored_size = it->view.size();
-      it->view = t;
+      auto it = s.threads.find(t.id());
+      const std::uint64_t stored_rev = it == s.threads.end() ? 0 : it->view.rev();
+      if (stored_rev != expected_rev) return conflict(t, stored_rev, expected_rev);
+      if (it == s.threads.end()) {
+        s.threads.insert(stored_view{t});
+      } else {
+        stored_size = it->view.size();
+        it->view = t;
+      }
     }
   }
   // Most threads belong to no conversation: their commits stop here.
@@ -92,10 +146,15 @@ stored<std::uint64_t> memory_store::append(const thread_view& t, std::uint64_t e
 bool memory_store::erase_thread(const std::string& thread_id) {
   shard& s = shard_of(thread_id);
   std::lock_guard lock(s.mutex);
-  auto it = s.threads.find(thread_id);
-  if (it == s.threads.end()) return false;
-  s.threads.erase(it);
-  return true;
+  if (auto it = s.threads.find(thread_id); it != s.threads.end()) {
+    s.threads.erase(it);
+    return true;
+  }
+  if (auto it = s.compact.find(thread_id); it != s.compact.end()) {
+    s.compact.erase(it);
+    return true;
+  }
+  return false;
 }
 
 std::vector<std::string> memory_store::list() {
@@ -103,6 +162,7 @@ std::vector<std::string> memory_store::list() {
   for (shard& s : shards_) {
     std::lock_guard lock(s.mutex);
     for (const stored_view& stored : s.threads) out.push_back(stored.view.id());
+    for (const stored_compact& stored : s.compact) out.push_back(stored.id);
   }
   std::sort(out.begin(), out.end());
   return out;

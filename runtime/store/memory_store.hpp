@@ -2,6 +2,13 @@
 // Threads and conversations in memory. A commit keeps an O(1) snapshot of
 // the writer's thread, so it costs a map lookup and a few shared pointers,
 // whatever the thread's length.
+//
+// In the compact form (memory_form::compact) a commit instead writes the new
+// entries in entry_codec's form, and a load reads the thread back from it:
+// for many threads that their owners unload once idle (a simulation's
+// agents), which then take their text and a few bytes an entry instead of
+// 224 bytes an entry and their text. A commit costs its new entries, a load
+// the whole thread.
 
 #include "runtime/random_ids.hpp"
 #include "runtime/store/conversation_store.hpp"
@@ -11,6 +18,7 @@
 #include <array>
 #include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
@@ -18,8 +26,15 @@
 
 namespace troupe {
 
+enum class memory_form : std::uint8_t {
+  entries,  // the writer's entries, shared
+  compact,  // entry_codec's bytes
+};
+
 class memory_store final : public thread_store, public conversation_store {
  public:
+  explicit memory_store(memory_form form = memory_form::entries) : form_(form) {}
+
   stored<thread> load(const std::string& thread_id) override;
   stored<std::vector<entry>> request_entries(const std::string& thread_id, const std::string& request_id) override;
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override;
@@ -53,9 +68,22 @@ class memory_store final : public thread_store, public conversation_store {
   struct stored_view {
     mutable thread_view view;
   };
+  // A stored thread in the compact form: what a thread_view holds besides
+  // its entries, and the entries' bytes.
+  // A commit changes everything but the id, which is the set's key.
+  struct stored_compact {
+    std::string id;
+    mutable std::uint64_t rev = 0;
+    mutable std::int64_t created_at = 0;
+    mutable std::int64_t updated_at = 0;
+    mutable std::uint64_t size = 0;
+    mutable std::shared_ptr<const boost::json::object> metadata;  // null when empty
+    mutable std::string bytes;
+  };
   struct by_id {
     using is_transparent = void;
     static std::string_view id(const stored_view& s) { return s.view.id(); }
+    static std::string_view id(const stored_compact& s) { return s.id; }
     static std::string_view id(std::string_view s) { return s; }  // a lookup by id, without a stored_view made for it
     std::size_t operator()(const auto& x) const { return std::hash<std::string_view>{}(id(x)); }
     bool operator()(const auto& a, const auto& b) const { return id(a) == id(b); }
@@ -64,10 +92,14 @@ class memory_store final : public thread_store, public conversation_store {
   struct shard {
     std::mutex mutex;
     std::unordered_set<stored_view, by_id, by_id> threads;
+    std::unordered_set<stored_compact, by_id, by_id> compact;
   };
+  stored<thread> expand(const stored_compact& c) const;
+  static void write_new_entries(const stored_compact& c, const thread_view& t);
   shard& shard_of(const std::string& thread_id);
   bool erase_thread(const std::string& thread_id);
   std::array<shard, 16> shards_;
+  memory_form form_;
 
   // Conversations are few next to commits: one lock. Never held together
   // with a shard's.

@@ -36,6 +36,16 @@ struct memory_backend {
   conversation_store& conversations() { return *store; }
 };
 
+// The memory store holding its threads in entry_codec's form.
+struct compact_memory_backend {
+  static constexpr const char* name = "memory (compact)";
+  std::shared_ptr<memory_store> store = std::make_shared<memory_store>(memory_form::compact);
+  bool ready() const { return true; }
+  std::string why_not() const { return {}; }
+  thread_store& threads() { return *store; }
+  conversation_store& conversations() { return *store; }
+};
+
 struct sqlite_backend {
   static constexpr const char* name = "sqlite";
   explicit sqlite_backend(sqlite_options options = {})

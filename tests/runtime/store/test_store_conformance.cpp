@@ -22,7 +22,7 @@ using namespace troupe::testing;
 namespace json = boost::json;
 
 TEMPLATE_TEST_CASE("a thread store keeps what was committed and refuses stale writers", "[store]", memory_backend,
-                   sqlite_backend, postgres_backend) {
+                   compact_memory_backend, sqlite_backend, postgres_backend) {
   TestType backend;
   REQUIRE_BACKEND(backend);
   thread_store& store = backend.threads();
@@ -109,7 +109,7 @@ TEMPLATE_TEST_CASE("a thread store keeps what was committed and refuses stale wr
 }
 
 TEMPLATE_TEST_CASE("a fork is a new thread with the parent's entries up to the fork point", "[store]", memory_backend,
-                   sqlite_backend, postgres_backend) {
+                   compact_memory_backend, sqlite_backend, postgres_backend) {
   TestType backend;
   REQUIRE_BACKEND(backend);
   thread_store& store = backend.threads();
@@ -151,7 +151,7 @@ TEMPLATE_TEST_CASE("a fork is a new thread with the parent's entries up to the f
 }
 
 TEMPLATE_TEST_CASE("a request's entries are read by its id, in seq order, and only its", "[store]", memory_backend,
-                   sqlite_backend, postgres_backend) {
+                   compact_memory_backend, sqlite_backend, postgres_backend) {
   TestType backend;
   REQUIRE_BACKEND(backend);
   thread_store& store = backend.threads();
@@ -202,7 +202,7 @@ TEMPLATE_TEST_CASE("a request's entries are read by its id, in seq order, and on
 }
 
 TEMPLATE_TEST_CASE("a conversation store maps a user's chat to one thread", "[store][conversations]", memory_backend,
-                   sqlite_backend, postgres_backend) {
+                   compact_memory_backend, sqlite_backend, postgres_backend) {
   TestType backend;
   REQUIRE_BACKEND(backend);
   conversation_store& conversations = backend.conversations();
@@ -384,7 +384,7 @@ TEMPLATE_TEST_CASE("a conversation store maps a user's chat to one thread", "[st
 }
 
 TEMPLATE_TEST_CASE("concurrent writers lose nothing and never interleave", "[store][concurrency]", memory_backend,
-                   sqlite_backend, postgres_backend) {
+                   compact_memory_backend, sqlite_backend, postgres_backend) {
   TestType backend;
   REQUIRE_BACKEND(backend);
   thread_store& store = backend.threads();
@@ -451,7 +451,7 @@ TEMPLATE_TEST_CASE("concurrent writers lose nothing and never interleave", "[sto
 }
 
 TEMPLATE_TEST_CASE("commits through the store executor answer as append() does, without blocking the caller",
-                   "[store][concurrency]", memory_backend, sqlite_backend, postgres_backend) {
+                   "[store][concurrency]", memory_backend, compact_memory_backend, sqlite_backend, postgres_backend) {
   TestType backend;
   REQUIRE_BACKEND(backend);
   store_executor stores(backend.store, {.threads = 4});
@@ -500,7 +500,8 @@ TEMPLATE_TEST_CASE("commits through the store executor answer as append() does, 
 }
 
 TEMPLATE_TEST_CASE("lease takes through the store executor answer as acquire_lease does, many at once",
-                   "[store][leases][concurrency]", memory_backend, sqlite_backend, postgres_backend) {
+                   "[store][leases][concurrency]", memory_backend, compact_memory_backend, sqlite_backend,
+                   postgres_backend) {
   TestType backend;
   REQUIRE_BACKEND(backend);
   store_executor stores(backend.store, {.threads = 4});
@@ -545,7 +546,7 @@ TEMPLATE_TEST_CASE("lease takes through the store executor answer as acquire_lea
 }
 
 TEMPLATE_TEST_CASE("a thread's lease: one owner at a time, a new epoch per take, commits only under the current one",
-                   "[store][leases]", memory_backend, sqlite_backend, postgres_backend) {
+                   "[store][leases]", memory_backend, compact_memory_backend, sqlite_backend, postgres_backend) {
   TestType backend;
   REQUIRE_BACKEND(backend);
   thread_store& store = backend.threads();
@@ -689,7 +690,7 @@ std::string exited_process_owner_id() {
 // A crash leaves its leases live until they expire; the next process on
 // the same host must not be refused for the rest of the ttl.
 TEMPLATE_TEST_CASE("a lease whose holder died on this host is taken at once, and a live holder's is refused",
-                   "[store][leases]", memory_backend, sqlite_backend, postgres_backend) {
+                   "[store][leases]", memory_backend, compact_memory_backend, sqlite_backend, postgres_backend) {
   TestType backend;
   REQUIRE_BACKEND(backend);
   thread_store& store = backend.threads();
