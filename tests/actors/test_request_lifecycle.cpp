@@ -6,6 +6,7 @@
 #include "support/runtime_harness.hpp"
 
 #include "actors/runtime_impl.hpp"
+#include "runtime/store/memory_store.hpp"
 
 #include <caf/default_attachable.hpp>
 
@@ -189,6 +190,24 @@ TEST_CASE("an agent holds a bounded number of threads; the store keeps the rest"
     CHECK(t1->size() == 2);
     CHECK(stats_of(rt, "a").loaded_threads <= 2);
   }
+}
+
+TEST_CASE("an agent that unloads its thread after every ask continues it from a compact memory store") {
+  auto sink = std::make_shared<recording_sink>();
+  auto store = std::make_shared<memory_store>(memory_form::compact);
+  runtime rt({.provider = echo_model(), .store = store, .telemetry = sink});
+  agent a = rt.spawn_agent({.id = "a", .model = "m", .max_loaded_threads = 0});
+  ask_options o;
+  o.thread_id = "t";
+  for (int i = 0; i < 3; ++i)
+    CHECK(answer_of(must_reply(a.ask("q" + std::to_string(i), o))) == "echo: q" + std::to_string(i));
+  CHECK(stats_of(rt, "a").loaded_threads == 0);
+  CHECK(sink->count(telemetry_kind::thread_unloaded) == 3);
+  auto t = store->load("t");
+  REQUIRE(t.has_value());
+  REQUIRE(t->size() == 6);
+  CHECK(string_field(t->at_seq(4)->payload, "content") == "q2");
+  CHECK(t->last_assistant_text() == "echo: q2");
 }
 
 TEST_CASE("an agent used as a tool holds no tool worker while it waits") {
