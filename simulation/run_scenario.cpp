@@ -6,6 +6,7 @@
 #include "runtime/llm/scripted_provider.hpp"
 #include "runtime/net/http_client.hpp"
 #include "runtime/random_ids.hpp"
+#include "runtime/store/memory_store.hpp"
 #include "runtime/text.hpp"
 #include "runtime/tools/builtin_tools.hpp"
 #include "signals/json_text.hpp"
@@ -180,7 +181,11 @@ class scenario_run {
     }
 
     runtime_options ro;
-    ro.store = options_.store;
+    // Without a store of the run's own, the agents' threads stay in memory
+    // in the compact form, and each agent unloads its thread between
+    // activations (agent_specs): a million agents' finished rounds take
+    // their text and a few bytes an entry, not 224 bytes an entry.
+    ro.store = options_.store ? options_.store : std::make_shared<memory_store>(memory_form::compact);
     ro.seed = s_.seed;
     ro.scheduler_threads = options_.scheduler_threads;
     // A resumed run is the same owner as the run it continues: it takes
@@ -214,7 +219,7 @@ class scenario_run {
     std::uint32_t attempted = 0;  // actions tried this round: the next one's seq
     json::object observation;     // while the activation runs, for the scripted policy
     std::optional<reply> outcome;
-    std::optional<request> running;
+    std::optional<request> running;  // while it runs
     double latency_ms = 0;
   };
 
@@ -247,12 +252,13 @@ class scenario_run {
     for (std::size_t g = 0; g < s_.groups.size(); ++g) providers.push_back(group_provider(g));
     std::vector<agent_spec> specs;
     specs.reserve(population_.size());
-    for (const auto& m : population_) {
+    for (auto& m : population_) {
       const population_group& g = s_.groups[m.group];
       agent_spec spec;
       spec.id = m.id;
       spec.model = g.model == "scripted" ? "scripted:" + s_.world.kind : g.model;
-      spec.system_prompt = m.persona;
+      // Nothing reads a persona after its agent is spawned: one copy fewer an agent.
+      spec.system_prompt = std::move(m.persona);
       spec.tools = g.actions.empty() ? all_actions : g.actions;
       spec.tools.insert(spec.tools.end(), g.tools.begin(), g.tools.end());
       spec.max_iterations = g.max_iterations;
@@ -264,6 +270,10 @@ class scenario_run {
       spec.request_deadline =
           std::chrono::milliseconds(static_cast<std::int64_t>(s_.activation_timeout_seconds * 1000));
       spec.restart = restart_policy::transient;
+      // In the run's own compact store an agent's thread waits between
+      // activations; a store the program gave (SQLite, PostgreSQL) would
+      // be read back whole at every activation, so there it stays loaded.
+      if (!options_.store) spec.max_loaded_threads = 0;
       specs.push_back(std::move(spec));
     }
     return specs;
@@ -607,10 +617,16 @@ class scenario_run {
         std::lock_guard lock(m);
         sl.outcome = r;
         sl.observation = {};  // the scripted policy has read it
+        // Held only to cancel it: a finished request's state (its reply,
+        // callbacks, lock) would stay for every agent until the round's end.
+        // The broker holds its own reference while this runs.
+        sl.running.reset();
         --in_flight;
         cv.notify_all();
       };
-      sl.running = agents_[i].ask(std::move(text), std::move(o));
+      request running = agents_[i].ask(std::move(text), std::move(o));
+      std::lock_guard lock(m);
+      if (!sl.outcome) sl.running = std::move(running);
     }
     std::unique_lock lock(m);
     if (stopping())
