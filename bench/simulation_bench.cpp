@@ -1,5 +1,6 @@
 // Scenario runs at scale: N agents on a Barabási–Albert graph (m = 3), every
-// agent activated every round, the scripted social policy, in-memory store,
+// agent activated every round, the scripted social policy, the run's own
+// in-memory store (compact: run_scenario.cpp),
 // as `troupe simulate --scenario` runs them. Per size: activations per
 // second (wall, over the rounds), CPU µs per activation (the process's CPU
 // over the rounds, every thread, divided by the activations), peak RSS and
@@ -15,7 +16,7 @@
 // same kind of mock: model calls per second and their ratio.
 //
 //   build/bench/simulation_bench [--repeat 3] [--rounds 5] [--concurrency 1000] [--million]
-//                                [--event-log] [--rss-limit-gb 14]
+//                                [--event-log] [--rss-limit-gb 14] [--agents N]
 //   build/bench/simulation_bench --mock [--agents 10000] [--rounds 10] [--cap 32] [--latency-us 5000]
 
 #include "bench/bench_support.hpp"
@@ -181,6 +182,11 @@ int scale(int argc, char** argv) {
   const double rss_limit = static_cast<double>(flag(argc, argv, "--rss-limit-gb", 14)) * 1e9;
   std::vector<std::size_t> sizes{10'000, 100'000};
   if (has_flag(argc, argv, "--million")) sizes.push_back(1'000'000);
+  // One size alone, once, in this process (for a profiler, which need not
+  // follow a fork): no ratio to 10,000.
+  const std::size_t only = flag(argc, argv, "--agents", 0);
+  const bool in_process = only > 0 && repeat == 1;
+  if (only > 0) sizes = {only};
   std::printf(
       "BA m=3, every agent every round, %lld rounds, scripted, concurrency %zu, in-memory store, %s; medians of "
       "%zu runs\n",
@@ -191,8 +197,8 @@ int scale(int argc, char** argv) {
   for (const std::size_t agents : sizes) {
     std::vector<std::vector<double>> runs;
     const std::size_t k = agents >= 1'000'000 ? 1 : repeat;
-    for (std::size_t i = 0; i < k; ++i)
-      runs.push_back(in_child([&] { return scale_run(agents, rounds, concurrency, event_log, rss_limit); }));
+    auto run = [&] { return scale_run(agents, rounds, concurrency, event_log, rss_limit); };
+    for (std::size_t i = 0; i < k; ++i) runs.push_back(in_process ? run() : in_child(run));
     auto col = [&](std::size_t c) {
       std::vector<double> v;
       for (const auto& r : runs)
