@@ -90,7 +90,9 @@ int run_scenario_command(const scenario_command_options& o, const model_options&
         "--resume continues a run kept in a durable store: name it with --store sqlite:PATH or "
         "--store postgres://…");
   scenario_run_options run;
-  run.store = store_for(o.store, "memory:").threads;
+  // In memory, the run keeps its agents' threads in a store of its own, in
+  // the compact form (run_scenario.hpp).
+  if (!o.store.empty() && o.store != "memory:") run.store = store_for(o.store, "memory:").threads;
   run.event_log = o.events;
   run.resume = o.resume;
   run.scheduler_threads = o.threads;

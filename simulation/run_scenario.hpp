@@ -53,7 +53,10 @@ struct scenario_run_options {
   // The model for groups that name one (not "scripted"); null: such a group
   // is an error, unless it lists endpoints.
   std::shared_ptr<llm_provider> provider{};
-  // Where threads and the world's rounds are kept; null: in memory (no resume).
+  // Where threads and the world's rounds are kept; null: in memory (no
+  // resume), in a store of the run's own that holds the agents' threads in
+  // the compact form (memory_store.hpp), each agent unloading its thread
+  // between activations.
   std::shared_ptr<thread_store> store{};
   std::string event_log{};  // a JSONL file; empty: none
   // Continue the run the store holds (its world's committed rounds) instead
