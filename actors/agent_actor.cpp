@@ -1,11 +1,11 @@
 // The agent actor's messages, each handed to its logic (agent_logic, in
 // the agent_*.cpp units beside this one), and the agent's spawn.
 
-#include "actors/agent_actor.hpp"
+#include "actors/detail/agent_actor.hpp"
 
 #include "actors/detail/agent_state.hpp"
 #include "actors/detail/dispatched_behavior.hpp"
-#include "signals/utf8.hpp"
+#include "json/utf8.hpp"
 
 #include <functional>
 #include <map>

@@ -3,7 +3,7 @@
 // executors' answers sent back to the agent as signals.
 
 #include "actors/detail/agent_state.hpp"
-#include "signals/overloaded.hpp"
+#include "base/overloaded.hpp"
 
 namespace troupe::detail {
 

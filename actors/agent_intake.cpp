@@ -4,7 +4,7 @@
 // its pause for a person.
 
 #include "actors/detail/agent_state.hpp"
-#include "signals/utf8.hpp"
+#include "json/utf8.hpp"
 #include "strategy/approvals.hpp"
 
 #include <algorithm>

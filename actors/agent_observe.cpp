@@ -1,6 +1,6 @@
-#include "actors/agent_observe.hpp"
+#include "actors/detail/agent_observe.hpp"
 
-#include "signals/overloaded.hpp"
+#include "base/overloaded.hpp"
 
 namespace troupe {
 

@@ -2,10 +2,10 @@
 // What an agent is made from. Plain data: build one, hand it to
 // runtime::spawn_agent, and the supervisor keeps it to restart the agent.
 
+#include "context/context_policy.hpp"
 #include "runtime/llm/llm_provider.hpp"
 #include "signals/generation_params.hpp"
 #include "strategy/approval_rule.hpp"
-#include "strategy/context_policy.hpp"
 
 #include <chrono>
 #include <cstddef>

@@ -3,7 +3,7 @@
 // given back and taken again; idle threads unloaded; the agent's quitting.
 
 #include "actors/detail/agent_state.hpp"
-#include "runtime/thrown_by.hpp"
+#include "runtime/detail/thrown_by.hpp"
 
 #include <atomic>
 

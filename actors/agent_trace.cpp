@@ -3,9 +3,9 @@
 // subscribed caller sees.
 
 #include "actors/detail/agent_state.hpp"
-#include "runtime/telemetry/approval_waits.hpp"
-#include "runtime/telemetry/genai_messages.hpp"
-#include "signals/overloaded.hpp"
+#include "base/overloaded.hpp"
+#include "runtime/telemetry/detail/approval_waits.hpp"
+#include "runtime/telemetry/detail/genai_messages.hpp"
 
 namespace troupe::detail {
 

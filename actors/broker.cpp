@@ -1,6 +1,6 @@
-#include "actors/broker.hpp"
+#include "actors/detail/broker.hpp"
 
-#include "actors/request_state.hpp"
+#include "actors/detail/request_state.hpp"
 
 #include <optional>
 #include <set>

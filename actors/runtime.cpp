@@ -1,17 +1,17 @@
 #include "actors/runtime.hpp"
 
-#include "actors/agent_actor.hpp"
-#include "actors/broker.hpp"
-#include "actors/executors.hpp"
-#include "actors/request_state.hpp"
-#include "actors/runtime_impl.hpp"
-#include "actors/supervisor.hpp"
+#include "actors/detail/agent_actor.hpp"
+#include "actors/detail/broker.hpp"
+#include "actors/detail/executors.hpp"
+#include "actors/detail/request_state.hpp"
+#include "actors/detail/runtime_impl.hpp"
+#include "actors/detail/supervisor.hpp"
+#include "runtime/detail/thrown_by.hpp"
 #include "runtime/random_ids.hpp"
-#include "runtime/store/lease_holder.hpp"
+#include "runtime/store/detail/lease_holder.hpp"
 #include "runtime/store/memory_store.hpp"
 #include "runtime/telemetry/fanout_sink.hpp"
 #include "runtime/telemetry/otlp_exporter.hpp"
-#include "runtime/thrown_by.hpp"
 
 #include <unistd.h>
 

@@ -18,7 +18,7 @@
 #include "runtime/tools/tool_registry.hpp"
 #include "signals/decision.hpp"
 #include "signals/query.hpp"
-#include "strategy/thread.hpp"
+#include "thread/thread.hpp"
 
 #include <chrono>
 #include <functional>

@@ -1,8 +1,8 @@
-#include "actors/supervisor.hpp"
+#include "actors/detail/supervisor.hpp"
 
-#include "actors/agent_actor.hpp"
-#include "actors/agent_launch.hpp"
-#include "actors/reserve_growing.hpp"
+#include "actors/detail/agent_actor.hpp"
+#include "actors/detail/agent_launch.hpp"
+#include "actors/detail/reserve_growing.hpp"
 
 #include <atomic>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "actors/thread_table.hpp"
+#include "actors/detail/thread_table.hpp"
 
 #include "strategy/approvals.hpp"
 #include "strategy/recovery.hpp"

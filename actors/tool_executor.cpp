@@ -1,6 +1,6 @@
-#include "actors/executors.hpp"
+#include "actors/detail/executors.hpp"
 
-#include "actors/promise_guard.hpp"
+#include "actors/detail/promise_guard.hpp"
 #include "runtime/clock.hpp"
 
 #include <unordered_map>

@@ -1,9 +1,9 @@
 #include "apps/commands.hpp"
 #include "apps/thread_output.hpp"
 
-#include "signals/json_text.hpp"
-#include "signals/overloaded.hpp"
-#include "strategy/thread_json.hpp"
+#include "base/overloaded.hpp"
+#include "json/json_text.hpp"
+#include "thread/thread_json.hpp"
 
 #include <boost/json.hpp>
 

@@ -1,9 +1,9 @@
 #include "apps/commands.hpp"
 
+#include "context/projection.hpp"
+#include "json/json_parse.hpp"
+#include "json/json_text.hpp"
 #include "runtime/random_ids.hpp"
-#include "signals/json_parse.hpp"
-#include "signals/json_text.hpp"
-#include "strategy/projection.hpp"
 
 #include <editline/readline.h>
 

@@ -3,11 +3,11 @@
 // to: a provider, a model name and an agent spec.
 
 #include "actors/runtime.hpp"
+#include "context/context_choice.hpp"
+#include "context/context_policy.hpp"
 #include "runtime/llm/scripted_provider.hpp"
 #include "runtime/store/conversation_store.hpp"
 #include "runtime/store/open_store.hpp"
-#include "strategy/context_choice.hpp"
-#include "strategy/context_policy.hpp"
 
 #include <CLI/CLI.hpp>
 

@@ -4,9 +4,9 @@
 
 #include "apps/model_options.hpp"
 
+#include "json/json_parse.hpp"
 #include "runtime/llm/http_llm_provider.hpp"
 #include "runtime/llm/scripted_provider.hpp"
-#include "signals/json_parse.hpp"
 
 #include <boost/json.hpp>
 

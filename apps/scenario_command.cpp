@@ -2,8 +2,8 @@
 // world, round by round (simulation/run_scenario.hpp).
 
 #include "apps/commands.hpp"
+#include "json/json_text.hpp"
 #include "runtime/tools/builtin_tools.hpp"
-#include "signals/json_text.hpp"
 #include "simulation/activation.hpp"
 #include "simulation/estimate.hpp"
 #include "simulation/html_report.hpp"

@@ -1,5 +1,5 @@
 #include "apps/commands.hpp"
-#include "signals/json_text.hpp"
+#include "json/json_text.hpp"
 
 #include <boost/json.hpp>
 

@@ -7,7 +7,7 @@
 // runtime alone). Used by `troupe simulate`, its tests and benchmarks.
 
 #include "actors/runtime.hpp"
-#include "strategy/context_policy.hpp"
+#include "context/context_policy.hpp"
 
 #include <atomic>
 #include <cstddef>

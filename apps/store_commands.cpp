@@ -3,9 +3,9 @@
 
 #include "apps/commands.hpp"
 #include "apps/thread_output.hpp"
+#include "json/json_text.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/random_ids.hpp"
-#include "signals/json_text.hpp"
 
 #include <boost/json.hpp>
 

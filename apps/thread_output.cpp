@@ -1,7 +1,7 @@
 #include "apps/thread_output.hpp"
 
-#include "runtime/text.hpp"
-#include "signals/json_text.hpp"
+#include "json/json_text.hpp"
+#include "runtime/detail/text.hpp"
 
 #include <boost/json.hpp>
 

@@ -14,7 +14,7 @@
 //   build/bench/report_bench [--agents 100000] [--rounds 5] [--repeat 3]
 
 #include "bench/bench_support.hpp"
-#include "signals/json_text.hpp"
+#include "json/json_text.hpp"
 #include "simulation/html_report.hpp"
 #include "world/seeded_random.hpp"
 

@@ -4,7 +4,7 @@
 //
 //   build/bench/stream_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 
-#include "runtime/llm/wire/openai_format.hpp"
+#include "runtime/llm/wire/detail/openai_format.hpp"
 
 #include <benchmark/benchmark.h>
 

@@ -9,12 +9,12 @@
 //   build/bench/thread_bench --benchmark_filter=parse --benchmark_repetitions=10
 //   --benchmark_report_aggregates_only=true
 
-#include "signals/json_parse.hpp"
-#include "signals/json_text.hpp"
-#include "strategy/projection.hpp"
+#include "context/projection.hpp"
+#include "json/json_parse.hpp"
+#include "json/json_text.hpp"
 #include "strategy/react_machine.hpp"
 #include "strategy/react_thread.hpp"
-#include "strategy/thread_json.hpp"
+#include "thread/thread_json.hpp"
 
 #include <benchmark/benchmark.h>
 #include <malloc.h>

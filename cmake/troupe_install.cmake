@@ -255,7 +255,7 @@ foreach(target IN LISTS postorder)
 endforeach()
 list(JOIN _troupe_pc_libs " " pc_libs)
 string(APPEND TROUPE_PC_LIBS " ${pc_libs} -pthread")
-# No tomlplusplus here, though config/toml.hpp includes it: its .pc file asks
+# No tomlplusplus here, though config/detail/toml.hpp includes it: its .pc file asks
 # for the compiled library, the archives use it header-only.
 list(JOIN _troupe_pc_requires " " TROUPE_PC_REQUIRES)
 file(RELATIVE_PATH TROUPE_PC_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")

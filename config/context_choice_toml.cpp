@@ -1,4 +1,4 @@
-#include "config/context_choice_toml.hpp"
+#include "config/detail/context_choice_toml.hpp"
 
 namespace troupe {
 

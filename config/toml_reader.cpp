@@ -1,4 +1,4 @@
-#include "config/toml_reader.hpp"
+#include "config/detail/toml_reader.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 #include "directives/directive.hpp"
 
-#include "signals/overloaded.hpp"
+#include "base/overloaded.hpp"
 
 #include <array>
 

@@ -3,7 +3,7 @@
 // a projection of the thread produces and each provider turns into its wire
 // format.
 
-#include "signals/index_iterator.hpp"
+#include "base/index_iterator.hpp"
 #include "signals/tool_call.hpp"
 
 #include <boost/json/value.hpp>

@@ -4,8 +4,8 @@
 // and nothing else changes.
 
 #include "actors/runtime.hpp"
+#include "base/overloaded.hpp"
 #include "runtime/llm/scripted_provider.hpp"
-#include "signals/overloaded.hpp"
 
 #include <boost/json.hpp>
 

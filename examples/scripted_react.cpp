@@ -6,12 +6,12 @@
 //   scripted_react          the conversation, then the thread as a table
 //   scripted_react --json   the thread as JSON
 
+#include "base/overloaded.hpp"
 #include "directives/directive.hpp"
-#include "signals/json_text.hpp"
-#include "signals/overloaded.hpp"
-#include "strategy/iteration_view.hpp"
+#include "json/json_text.hpp"
 #include "strategy/react_thread.hpp"
-#include "strategy/thread_json.hpp"
+#include "thread/iteration_view.hpp"
+#include "thread/thread_json.hpp"
 
 #include <cstring>
 #include <deque>

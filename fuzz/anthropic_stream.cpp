@@ -1,6 +1,6 @@
 // The Anthropic Messages stream decoder.
 
-#include "runtime/llm/wire/anthropic_format.hpp"
+#include "runtime/llm/wire/detail/anthropic_format.hpp"
 #include "stream_decoding.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

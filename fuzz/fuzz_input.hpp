@@ -3,8 +3,8 @@
 // text, and a check that stops the run (libFuzzer then keeps the input as a
 // crash file; the replay driver fails its test).
 
+#include "json/utf8.hpp"
 #include "signals/signal.hpp"
-#include "signals/utf8.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -33,7 +33,7 @@ inline std::size_t piece_size(std::string_view input) {
   return input.empty() ? 1 : static_cast<unsigned char>(input.front()) % 8 + 1;
 }
 
-// Every text troupe takes in is valid UTF-8 from then on (signals/utf8.hpp):
+// Every text troupe takes in is valid UTF-8 from then on (json/utf8.hpp):
 // what a decoder hands on must need no mending.
 inline void require_valid_text(troupe::signal s, const char* what) { require(!troupe::repair_utf8(s), what); }
 inline void require_valid_text(std::string_view text, const char* what) { require(troupe::is_valid_utf8(text), what); }

@@ -7,10 +7,10 @@
 // text valid UTF-8, and what we answer or re-encode reads back as sent.
 
 #include "fuzz_input.hpp"
-#include "runtime/mcp/json_rpc.hpp"
-#include "runtime/mcp/protocol.hpp"
-#include "runtime/mcp/tool_adapter.hpp"
-#include "signals/json_text.hpp"
+#include "json/json_text.hpp"
+#include "runtime/mcp/detail/json_rpc.hpp"
+#include "runtime/mcp/detail/protocol.hpp"
+#include "runtime/mcp/detail/tool_adapter.hpp"
 
 #include <initializer_list>
 

@@ -4,8 +4,8 @@
 // it. A server controls all of it, so nothing it sends may crash us.
 
 #include "fuzz_input.hpp"
-#include "runtime/mcp/json_rpc.hpp"
-#include "runtime/mcp/tool_adapter.hpp"
+#include "runtime/mcp/detail/json_rpc.hpp"
+#include "runtime/mcp/detail/tool_adapter.hpp"
 #include "runtime/tools/tool_registry.hpp"
 
 #include <stdexcept>

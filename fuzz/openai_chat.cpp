@@ -7,7 +7,7 @@
 
 #include "apps/serve/openai_chat.hpp"
 #include "fuzz_input.hpp"
-#include "signals/json_parse.hpp"
+#include "json/json_parse.hpp"
 
 #include <map>
 #include <string>

@@ -1,6 +1,6 @@
 // The OpenAI chat-completions stream decoder.
 
-#include "runtime/llm/wire/openai_format.hpp"
+#include "runtime/llm/wire/detail/openai_format.hpp"
 #include "stream_decoding.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -4,8 +4,8 @@
 
 #include "fuzz_input.hpp"
 #include "runtime/llm/llm_errors.hpp"
-#include "runtime/llm/wire/anthropic_format.hpp"
-#include "runtime/llm/wire/openai_format.hpp"
+#include "runtime/llm/wire/detail/anthropic_format.hpp"
+#include "runtime/llm/wire/detail/openai_format.hpp"
 
 #include <boost/json/parse.hpp>
 

@@ -4,8 +4,8 @@
 // the same result and the same deltas, all of it valid UTF-8.
 
 #include "fuzz_input.hpp"
+#include "runtime/llm/wire/detail/stream_decoder.hpp"
 #include "runtime/llm/wire/sse_parser.hpp"
-#include "runtime/llm/wire/stream_decoder.hpp"
 
 #include <string>
 

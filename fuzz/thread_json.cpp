@@ -3,10 +3,10 @@
 // (json_text) and read again to the very same value, numbers bit for bit,
 // and a thread reads back as the thread that was written.
 
-#include "strategy/thread_json.hpp"
+#include "thread/thread_json.hpp"
 #include "fuzz_input.hpp"
-#include "signals/json_parse.hpp"
-#include "signals/json_text.hpp"
+#include "json/json_parse.hpp"
+#include "json/json_text.hpp"
 
 using namespace troupe;
 

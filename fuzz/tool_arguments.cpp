@@ -3,7 +3,7 @@
 // the tool's JSON Schema (valijson, through the tool registry).
 
 #include "fuzz_input.hpp"
-#include "runtime/llm/wire/stream_decoder.hpp"
+#include "runtime/llm/wire/detail/stream_decoder.hpp"
 #include "runtime/tools/tool_registry.hpp"
 
 #include <boost/json/parse.hpp>

@@ -3,7 +3,7 @@
 // one source (its run repeats to the byte); the others draw from their
 // scheduler thread's. The state is 32 bytes (xoshiro256**).
 
-#include "strategy/id_source.hpp"
+#include "thread/id_source.hpp"
 
 #include <array>
 #include <cstdint>

@@ -1,7 +1,7 @@
 #include "signals/envelope.hpp"
 
-#include "signals/json_parse.hpp"
-#include "signals/json_reader.hpp"
+#include "json/json_parse.hpp"
+#include "json/json_reader.hpp"
 
 #include <charconv>
 #include <chrono>

@@ -9,7 +9,7 @@
 // Only the producer knows the id, the source and the time, so they are given
 // explicitly: nothing here reads a clock or makes an id.
 
-#include "signals/decode_error.hpp"
+#include "json/decode_error.hpp"
 #include "signals/signal.hpp"
 
 #include <boost/json/value.hpp>

@@ -1,6 +1,6 @@
 #include "signals/error_info.hpp"
 
-#include "signals/json_reader.hpp"
+#include "json/json_reader.hpp"
 
 namespace troupe {
 

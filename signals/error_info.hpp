@@ -3,7 +3,7 @@
 // tool becomes a tool result the model reads, a failed LLM call ends its
 // request with one of these in the reply.
 
-#include "signals/decode_error.hpp"
+#include "json/decode_error.hpp"
 
 #include <boost/json/value.hpp>
 

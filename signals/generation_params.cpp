@@ -1,6 +1,6 @@
 #include "signals/generation_params.hpp"
 
-#include "signals/json_reader.hpp"
+#include "json/json_reader.hpp"
 
 namespace troupe {
 

@@ -3,7 +3,7 @@
 // field means "the provider's default", and a per-request value overrides the
 // agent's (see overlay).
 
-#include "signals/decode_error.hpp"
+#include "json/decode_error.hpp"
 
 #include <boost/json/value.hpp>
 

@@ -1,7 +1,7 @@
 #pragma once
 // A user's question to an agent: starts a request on a thread.
 
-#include "signals/decode_error.hpp"
+#include "json/decode_error.hpp"
 #include "signals/generation_params.hpp"
 
 #include <boost/json/value.hpp>
@@ -12,7 +12,7 @@
 
 namespace troupe {
 
-// Per-request changes to the agent's context policy (see strategy/context_policy.hpp).
+// Per-request changes to the agent's context policy (see context/context_policy.hpp).
 struct context_overrides {
   std::optional<std::int64_t> max_input_tokens;
   std::optional<std::int64_t> reserve_output_tokens;

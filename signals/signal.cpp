@@ -1,8 +1,8 @@
 #include "signals/signal.hpp"
 
-#include "signals/json_reader.hpp"
-#include "signals/overloaded.hpp"
-#include "signals/utf8.hpp"
+#include "base/overloaded.hpp"
+#include "json/json_reader.hpp"
+#include "json/utf8.hpp"
 
 #include <array>
 #include <initializer_list>

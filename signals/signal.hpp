@@ -2,9 +2,9 @@
 // The closed set of inputs an agent reacts to. A new kind of signal is a new
 // struct here and a new arm in every visitor: the compiler finds them all.
 
+#include "json/decode_error.hpp"
 #include "signals/cancel.hpp"
 #include "signals/decision.hpp"
-#include "signals/decode_error.hpp"
 #include "signals/llm_delta.hpp"
 #include "signals/llm_result.hpp"
 #include "signals/query.hpp"

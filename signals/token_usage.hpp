@@ -3,7 +3,7 @@
 // A call that reported none has no token_usage (std::optional, JSON null):
 // unknown is not zero. A sum counts such calls apart instead of adding zeros.
 
-#include "signals/decode_error.hpp"
+#include "json/decode_error.hpp"
 
 #include <boost/json/value.hpp>
 

@@ -1,6 +1,6 @@
 #include "signals/tool_call.hpp"
 
-#include "signals/json_reader.hpp"
+#include "json/json_reader.hpp"
 
 namespace troupe {
 

@@ -1,7 +1,7 @@
 #pragma once
 // One tool call requested by a model.
 
-#include "signals/decode_error.hpp"
+#include "json/decode_error.hpp"
 
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>

@@ -1,7 +1,7 @@
 #include "signals/tool_result.hpp"
 
-#include "signals/json_reader.hpp"
-#include "signals/overloaded.hpp"
+#include "base/overloaded.hpp"
+#include "json/json_reader.hpp"
 
 namespace troupe {
 

@@ -2,7 +2,7 @@
 // The outcome of one tool execution: the tool's JSON result, or a typed error
 // that the model will see as the result.
 
-#include "signals/decode_error.hpp"
+#include "json/decode_error.hpp"
 #include "signals/error_info.hpp"
 
 #include <boost/json/object.hpp>

@@ -1,6 +1,6 @@
 #include "simulation/estimate.hpp"
 
-#include "signals/json_text.hpp"
+#include "json/json_text.hpp"
 #include "simulation/activation.hpp"
 #include "simulation/figure_text.hpp"
 

@@ -7,7 +7,7 @@
 
 #include "directives/tool_spec.hpp"
 #include "simulation/scenario.hpp"
-#include "strategy/token_estimator.hpp"
+#include "thread/token_estimator.hpp"
 
 #include <boost/json/object.hpp>
 

@@ -1,6 +1,6 @@
 #include "simulation/event_log.hpp"
 
-#include "signals/json_text.hpp"
+#include "json/json_text.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,7 +1,7 @@
 #include "simulation/event_log_digest.hpp"
 
-#include "signals/json_parse.hpp"
-#include "signals/json_text.hpp"
+#include "json/json_parse.hpp"
+#include "json/json_text.hpp"
 
 #include <boost/json/object.hpp>
 

@@ -1,6 +1,6 @@
 #include "simulation/html_report.hpp"
 
-#include "signals/json_text.hpp"
+#include "json/json_text.hpp"
 #include "simulation/figure_text.hpp"
 
 #include <algorithm>

@@ -1,9 +1,9 @@
 #include "simulation/profiles.hpp"
 
 #include "config/file_text.hpp"
-#include "signals/json_parse.hpp"
-#include "signals/json_text.hpp"
-#include "signals/utf8.hpp"
+#include "json/json_parse.hpp"
+#include "json/json_text.hpp"
+#include "json/utf8.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -4,7 +4,7 @@
 // workflow of the run. Plain data: read from TOML by read_scenario
 // (scenario_toml.hpp), or built by a program.
 
-#include "strategy/context_policy.hpp"
+#include "context/context_policy.hpp"
 #include "world/world_spec.hpp"
 
 #include <boost/json/object.hpp>

@@ -1,8 +1,8 @@
 #include "simulation/scenario_toml.hpp"
 
-#include "config/context_choice_toml.hpp"
+#include "config/detail/context_choice_toml.hpp"
+#include "config/detail/toml_reader.hpp"
 #include "config/file_text.hpp"
-#include "config/toml_reader.hpp"
 #include "simulation/profiles.hpp"
 
 #include <algorithm>

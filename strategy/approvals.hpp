@@ -6,7 +6,7 @@
 
 #include "directives/awaiting_input.hpp"
 #include "strategy/react_state.hpp"
-#include "strategy/thread.hpp"
+#include "thread/thread.hpp"
 
 #include <optional>
 #include <string_view>

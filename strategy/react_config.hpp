@@ -2,10 +2,10 @@
 // What an agent's ReAct loop is configured with. The machine reads it on every
 // step and never copies it into its state.
 
+#include "context/context_policy.hpp"
 #include "directives/tool_spec.hpp"
 #include "signals/generation_params.hpp"
 #include "strategy/approval_rule.hpp"
-#include "strategy/context_policy.hpp"
 
 #include <cstdint>
 #include <string>

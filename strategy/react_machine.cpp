@@ -1,9 +1,9 @@
 #include "strategy/react_machine.hpp"
 
-#include "signals/json_text.hpp"
-#include "signals/overloaded.hpp"
+#include "base/overloaded.hpp"
+#include "context/projection.hpp"
+#include "json/json_text.hpp"
 #include "strategy/approvals.hpp"
-#include "strategy/projection.hpp"
 
 #include <algorithm>
 #include <cctype>

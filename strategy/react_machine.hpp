@@ -10,11 +10,11 @@
 
 #include "directives/directive.hpp"
 #include "signals/signal.hpp"
-#include "strategy/entry.hpp"
-#include "strategy/id_source.hpp"
 #include "strategy/react_config.hpp"
 #include "strategy/react_state.hpp"
-#include "strategy/thread.hpp"
+#include "thread/entry.hpp"
+#include "thread/id_source.hpp"
+#include "thread/thread.hpp"
 
 #include <cstdint>
 #include <optional>

@@ -3,15 +3,15 @@
 // in tests without any runtime, and serialisable so an agent can be traced or
 // moved.
 
-#include "signals/decode_error.hpp"
+#include "context/projection.hpp"
+#include "json/decode_error.hpp"
 #include "signals/error_info.hpp"
 #include "signals/query.hpp"
 #include "signals/token_usage.hpp"
 #include "signals/tool_call.hpp"
 #include "signals/tool_result.hpp"
-#include "strategy/projection.hpp"
 #include "strategy/shared_value.hpp"
-#include "strategy/small_string.hpp"
+#include "thread/small_string.hpp"
 
 #include <boost/json/value.hpp>
 

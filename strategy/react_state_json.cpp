@@ -1,4 +1,4 @@
-#include "signals/json_reader.hpp"
+#include "json/json_reader.hpp"
 #include "strategy/react_state.hpp"
 
 #include <array>

@@ -5,7 +5,7 @@
 // waiting for a decision is left as it is: its request is paused, and
 // paused_request (approvals.hpp) rebuilds it.
 
-#include "strategy/thread.hpp"
+#include "thread/thread.hpp"
 
 #include <vector>
 

@@ -1,8 +1,8 @@
 #include "world/social_world.hpp"
 
+#include "json/json_text.hpp"
+#include "json/utf8.hpp"
 #include "runtime/tools/tool.hpp"
-#include "signals/json_text.hpp"
-#include "signals/utf8.hpp"
 #include "world/seeded_random.hpp"
 
 #include <boost/json/array.hpp>

@@ -14,16 +14,16 @@
 //   agent_trace.cpp    a request's spans, telemetry and stream events
 //   agent_actor.cpp    the messages handed to the logic, and the spawn
 
-#include "actors/agent_actor.hpp"
-#include "actors/agent_observe.hpp"
-#include "actors/promise_guard.hpp"
-#include "actors/request_queue.hpp"
-#include "actors/request_trace.hpp"
-#include "actors/thread_table.hpp"
-#include "actors/tool_parallelism.hpp"
+#include "actors/detail/agent_actor.hpp"
+#include "actors/detail/agent_observe.hpp"
+#include "actors/detail/promise_guard.hpp"
+#include "actors/detail/request_queue.hpp"
+#include "actors/detail/request_trace.hpp"
+#include "actors/detail/thread_table.hpp"
+#include "actors/detail/tool_parallelism.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/random_ids.hpp"
-#include "runtime/store/store_executor.hpp"
+#include "runtime/store/detail/store_executor.hpp"
 
 #include <atomic>
 #include <cstdint>

@@ -1,7 +1,7 @@
 #include "apps/serve/http.hpp"
 
+#include "json/json_text.hpp"
 #include "signals/error_info.hpp"
-#include "signals/json_text.hpp"
 
 namespace troupe::serve {
 

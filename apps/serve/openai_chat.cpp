@@ -1,11 +1,11 @@
 #include "apps/serve/openai_chat.hpp"
 
 #include "apps/serve/http.hpp"
-#include "signals/json_parse.hpp"
+#include "json/json_parse.hpp"
 
+#include "json/json_reader.hpp"
+#include "json/json_text.hpp"
 #include "signals/error_info.hpp"
-#include "signals/json_reader.hpp"
-#include "signals/json_text.hpp"
 
 #include <map>
 

@@ -14,7 +14,7 @@
 
 #include "signals/generation_params.hpp"
 #include "signals/token_usage.hpp"
-#include "strategy/entry.hpp"
+#include "thread/entry.hpp"
 
 #include <cstdint>
 #include <optional>

@@ -11,7 +11,7 @@
 #include "apps/serve/openai_chat.hpp"
 #include "apps/serve/route_context.hpp"
 #include "apps/serve/thread_replay.hpp"
-#include "signals/json_parse.hpp"
+#include "json/json_parse.hpp"
 
 #include "runtime/clock.hpp"
 

@@ -1,8 +1,8 @@
 #include "apps/serve/route_context.hpp"
 
 #include "apps/serve/client_error.hpp"
-#include "signals/json_parse.hpp"
-#include "strategy/entry.hpp"
+#include "json/json_parse.hpp"
+#include "thread/entry.hpp"
 
 #include <charconv>
 

@@ -3,7 +3,7 @@
 #include "apps/serve/client_error.hpp"
 #include "apps/serve/exchange.hpp"
 #include "apps/serve/openai_chat.hpp"
-#include "signals/utf8.hpp"
+#include "json/utf8.hpp"
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>

@@ -1,6 +1,6 @@
 #include "apps/serve/sse.hpp"
 
-#include "signals/json_text.hpp"
+#include "json/json_text.hpp"
 
 namespace troupe::serve {
 

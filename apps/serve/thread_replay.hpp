@@ -10,7 +10,7 @@
 #include "apps/serve/turn.hpp"
 
 #include "runtime/store/open_store.hpp"
-#include "strategy/thread.hpp"
+#include "thread/thread.hpp"
 
 #include <memory>
 #include <optional>

@@ -1,7 +1,7 @@
 #include "apps/serve/turn.hpp"
 
 #include "apps/serve/event_position.hpp"
-#include "signals/json_parse.hpp"
+#include "json/json_parse.hpp"
 
 #include <algorithm>
 

@@ -2,7 +2,7 @@
 
 #include "apps/serve/live_event_ids.hpp"
 #include "apps/serve/turn_json.hpp"
-#include "signals/overloaded.hpp"
+#include "base/overloaded.hpp"
 
 #include <boost/asio/post.hpp>
 

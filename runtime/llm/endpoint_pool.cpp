@@ -1,6 +1,6 @@
 #include "runtime/llm/endpoint_pool.hpp"
 
-#include "runtime/thrown_by.hpp"
+#include "runtime/detail/thrown_by.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -1,9 +1,9 @@
 #include "runtime/llm/http_llm_provider.hpp"
 
+#include "json/json_text.hpp"
 #include "runtime/clock.hpp"
-#include "runtime/llm/wire/anthropic_format.hpp"
-#include "runtime/llm/wire/openai_format.hpp"
-#include "signals/json_text.hpp"
+#include "runtime/llm/wire/detail/anthropic_format.hpp"
+#include "runtime/llm/wire/detail/openai_format.hpp"
 
 #include <mutex>
 #include <random>

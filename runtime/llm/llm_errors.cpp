@@ -1,8 +1,8 @@
 #include "runtime/llm/llm_errors.hpp"
 
-#include "runtime/text.hpp"
-#include "signals/json_parse.hpp"
-#include "signals/json_reader.hpp"
+#include "json/json_parse.hpp"
+#include "json/json_reader.hpp"
+#include "runtime/detail/text.hpp"
 
 #include <curl/curl.h>
 

@@ -1,6 +1,6 @@
-#include "runtime/mcp/client.hpp"
+#include "runtime/mcp/detail/client.hpp"
 
-#include "signals/overloaded.hpp"
+#include "base/overloaded.hpp"
 
 #include <algorithm>
 

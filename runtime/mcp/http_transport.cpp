@@ -1,10 +1,10 @@
-#include "runtime/mcp/http_transport.hpp"
+#include "runtime/mcp/detail/http_transport.hpp"
 
 #include "runtime/base64.hpp"
+#include "runtime/detail/text.hpp"
 #include "runtime/llm/wire/sse_parser.hpp"
-#include "runtime/mcp/json_rpc.hpp"
-#include "runtime/mcp/protocol.hpp"
-#include "runtime/text.hpp"
+#include "runtime/mcp/detail/json_rpc.hpp"
+#include "runtime/mcp/detail/protocol.hpp"
 
 namespace troupe::mcp {
 

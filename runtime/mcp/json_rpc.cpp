@@ -1,8 +1,8 @@
-#include "runtime/mcp/json_rpc.hpp"
+#include "runtime/mcp/detail/json_rpc.hpp"
 
-#include "runtime/text.hpp"
-#include "signals/json_parse.hpp"
-#include "signals/json_text.hpp"
+#include "json/json_parse.hpp"
+#include "json/json_text.hpp"
+#include "runtime/detail/text.hpp"
 
 namespace troupe::mcp {
 

@@ -1,4 +1,4 @@
-#include "runtime/mcp/param_headers.hpp"
+#include "runtime/mcp/detail/param_headers.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "runtime/mcp/protocol.hpp"
+#include "runtime/mcp/detail/protocol.hpp"
 
 namespace troupe::mcp {
 

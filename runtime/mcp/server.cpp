@@ -1,8 +1,8 @@
-#include "runtime/mcp/server.hpp"
+#include "runtime/mcp/detail/server.hpp"
 
-#include "runtime/mcp/http_transport.hpp"
-#include "runtime/mcp/stdio_transport.hpp"
-#include "signals/overloaded.hpp"
+#include "base/overloaded.hpp"
+#include "runtime/mcp/detail/http_transport.hpp"
+#include "runtime/mcp/detail/stdio_transport.hpp"
 
 namespace troupe::mcp {
 

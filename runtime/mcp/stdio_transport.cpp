@@ -1,6 +1,6 @@
-#include "runtime/mcp/stdio_transport.hpp"
+#include "runtime/mcp/detail/stdio_transport.hpp"
 
-#include "runtime/mcp/protocol.hpp"
+#include "runtime/mcp/detail/protocol.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

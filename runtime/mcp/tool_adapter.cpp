@@ -1,7 +1,7 @@
-#include "runtime/mcp/tool_adapter.hpp"
+#include "runtime/mcp/detail/tool_adapter.hpp"
 
-#include "signals/json_text.hpp"
-#include "signals/overloaded.hpp"
+#include "base/overloaded.hpp"
+#include "json/json_text.hpp"
 
 #include <cstdio>
 #include <functional>

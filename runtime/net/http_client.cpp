@@ -1,7 +1,7 @@
 #include "runtime/net/http_client.hpp"
-#include "runtime/thrown_by.hpp"
+#include "runtime/detail/thrown_by.hpp"
 
-#include "runtime/text.hpp"
+#include "runtime/detail/text.hpp"
 
 #include <curl/curl.h>
 

@@ -1,6 +1,6 @@
 #include "runtime/net/timer_queue.hpp"
 
-#include "runtime/thrown_by.hpp"
+#include "runtime/detail/thrown_by.hpp"
 
 namespace troupe {
 

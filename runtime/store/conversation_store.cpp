@@ -1,6 +1,6 @@
 #include "runtime/store/conversation_store.hpp"
 
-#include "runtime/text.hpp"
+#include "runtime/detail/text.hpp"
 
 namespace troupe {
 

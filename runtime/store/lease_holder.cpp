@@ -1,4 +1,4 @@
-#include "runtime/store/lease_holder.hpp"
+#include "runtime/store/detail/lease_holder.hpp"
 
 #include <signal.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
 #include "runtime/store/memory_store.hpp"
 
 #include "runtime/clock.hpp"
-#include "strategy/entry_codec.hpp"
+#include "thread/entry_codec.hpp"
 
 #include <algorithm>
 #include <functional>

@@ -1,7 +1,7 @@
-#include "runtime/store/store_executor.hpp"
+#include "runtime/store/detail/store_executor.hpp"
 
 #include "runtime/clock.hpp"
-#include "runtime/thrown_by.hpp"
+#include "runtime/detail/thrown_by.hpp"
 
 #include <pthread.h>
 

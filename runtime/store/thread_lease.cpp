@@ -1,6 +1,6 @@
 #include "runtime/store/thread_lease.hpp"
 
-#include "runtime/store/lease_holder.hpp"
+#include "runtime/store/detail/lease_holder.hpp"
 
 #include <algorithm>
 

@@ -3,7 +3,7 @@
 // when they first need it (and after a restart) and commit every step's
 // entries before the step's directives leave.
 
-#include "strategy/thread.hpp"
+#include "thread/thread.hpp"
 
 #include <boost/system/result.hpp>
 

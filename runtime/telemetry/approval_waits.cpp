@@ -1,4 +1,4 @@
-#include "runtime/telemetry/approval_waits.hpp"
+#include "runtime/telemetry/detail/approval_waits.hpp"
 
 namespace troupe {
 

@@ -1,6 +1,6 @@
-#include "runtime/telemetry/genai_messages.hpp"
+#include "runtime/telemetry/detail/genai_messages.hpp"
 
-#include "signals/json_text.hpp"
+#include "json/json_text.hpp"
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>

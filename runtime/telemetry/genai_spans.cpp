@@ -1,4 +1,4 @@
-#include "runtime/telemetry/genai_spans.hpp"
+#include "runtime/telemetry/detail/genai_spans.hpp"
 
 namespace troupe {
 

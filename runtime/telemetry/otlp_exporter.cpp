@@ -1,8 +1,8 @@
 #include "runtime/telemetry/otlp_exporter.hpp"
 
+#include "runtime/detail/text.hpp"
 #include "runtime/net/http_client.hpp"
-#include "runtime/telemetry/genai_spans.hpp"
-#include "runtime/text.hpp"
+#include "runtime/telemetry/detail/genai_spans.hpp"
 
 #include <algorithm>
 #include <cctype>

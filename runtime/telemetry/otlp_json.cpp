@@ -1,7 +1,7 @@
 #include "runtime/telemetry/otlp_json.hpp"
 
-#include "signals/json_text.hpp"
-#include "signals/overloaded.hpp"
+#include "base/overloaded.hpp"
+#include "json/json_text.hpp"
 
 #include <charconv>
 

@@ -1,4 +1,4 @@
-#include "runtime/tools/schema_hazard.hpp"
+#include "runtime/tools/detail/schema_hazard.hpp"
 
 #include <valijson/internal/json_pointer.hpp>
 #include <valijson/internal/uri.hpp>

@@ -1,6 +1,6 @@
 #include "runtime/tools/tool_registry.hpp"
 
-#include "runtime/tools/schema_hazard.hpp"
+#include "runtime/tools/detail/schema_hazard.hpp"
 
 #include <valijson/adapters/boost_json_adapter.hpp>
 #include <valijson/schema.hpp>

@@ -1,4 +1,4 @@
-#include "runtime/tools/worker_pool.hpp"
+#include "runtime/tools/detail/worker_pool.hpp"
 
 namespace troupe {
 

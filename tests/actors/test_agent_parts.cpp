@@ -1,12 +1,12 @@
 // The agent's parts that need no actor system: its per-thread request queue,
 // its thread table, what it reports for a signal.
 
-#include "actors/agent_observe.hpp"
-#include "actors/request_queue.hpp"
-#include "actors/reserve_growing.hpp"
-#include "actors/thread_table.hpp"
+#include "actors/detail/agent_observe.hpp"
+#include "actors/detail/request_queue.hpp"
+#include "actors/detail/reserve_growing.hpp"
+#include "actors/detail/thread_table.hpp"
 #include "runtime/store/memory_store.hpp"
-#include "strategy/id_source.hpp"
+#include "thread/id_source.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -5,7 +5,7 @@
 #include "support/agent_stats.hpp"
 #include "support/runtime_harness.hpp"
 
-#include "actors/runtime_impl.hpp"
+#include "actors/detail/runtime_impl.hpp"
 #include "runtime/store/memory_store.hpp"
 
 #include <caf/default_attachable.hpp>

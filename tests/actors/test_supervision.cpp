@@ -2,7 +2,7 @@
 
 #include "support/runtime_harness.hpp"
 
-#include "actors/runtime_impl.hpp"
+#include "actors/detail/runtime_impl.hpp"
 #include "support/catch_decoded.hpp"
 #include "support/memory_backed_store.hpp"
 

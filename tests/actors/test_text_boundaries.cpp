@@ -4,8 +4,8 @@
 
 #include "support/runtime_harness.hpp"
 
+#include "json/utf8.hpp"
 #include "runtime/store/sqlite/sqlite_store.hpp"
-#include "signals/utf8.hpp"
 #include "support/sqlite_file.hpp"
 
 #include <sqlite3.h>

@@ -1,8 +1,8 @@
 #include "apps/simulation.hpp"
 
+#include "json/json_text.hpp"
 #include "runtime/store/memory_store.hpp"
-#include "signals/json_text.hpp"
-#include "strategy/thread_json.hpp"
+#include "thread/thread_json.hpp"
 
 #include <catch2/catch.hpp>
 

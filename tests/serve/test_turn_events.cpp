@@ -7,7 +7,7 @@
 #include "apps/serve/thread_replay.hpp"
 #include "apps/serve/turn.hpp"
 #include "apps/serve/turn_registry.hpp"
-#include "strategy/id_source.hpp"
+#include "thread/id_source.hpp"
 
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>

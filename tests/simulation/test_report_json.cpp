@@ -1,5 +1,5 @@
+#include "json/json_text.hpp"
 #include "report_fixture.hpp"
-#include "signals/json_text.hpp"
 #include "simulation/report_json.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,10 +1,10 @@
 #include "simulation/run_scenario.hpp"
 
+#include "json/json_parse.hpp"
 #include "runtime/llm/scripted_provider.hpp"
 #include "runtime/random_ids.hpp"
 #include "runtime/store/memory_store.hpp"
 #include "runtime/store/sqlite/sqlite_store.hpp"
-#include "signals/json_parse.hpp"
 #include "support/sqlite_file.hpp"
 #include "support/tally_world.hpp"
 

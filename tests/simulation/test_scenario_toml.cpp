@@ -1,8 +1,8 @@
 // Scenario files that are valid read into the scenario they describe, with
 // the documented defaults for what they leave out.
 
+#include "context/context_choice.hpp"
 #include "simulation/scenario_toml.hpp"
-#include "strategy/context_choice.hpp"
 
 #include <catch2/catch.hpp>
 

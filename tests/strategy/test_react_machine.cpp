@@ -1,7 +1,7 @@
 #include "support/react_harness.hpp"
 
 #include "strategy/react_state.hpp"
-#include "strategy/thread_json.hpp"
+#include "thread/thread_json.hpp"
 
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>

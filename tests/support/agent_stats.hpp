@@ -4,7 +4,7 @@
 
 #include "support/runtime_harness.hpp"
 
-#include "actors/runtime_impl.hpp"
+#include "actors/detail/runtime_impl.hpp"
 
 #include <chrono>
 #include <functional>

@@ -2,7 +2,7 @@
 // Lets Catch2 print our result types (decoded<T>, stored<T>): "ok", or the
 // error with what it says.
 
-#include "signals/decode_error.hpp"
+#include "json/decode_error.hpp"
 
 #include <catch2/catch.hpp>
 

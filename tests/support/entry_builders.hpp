@@ -1,7 +1,7 @@
 #pragma once
 // Entry drafts in the shapes the strategy writes, for building threads in tests.
 
-#include "strategy/entry.hpp"
+#include "thread/entry.hpp"
 
 #include <boost/json.hpp>
 

@@ -4,7 +4,7 @@
 // which port it listens, and a bounded way to call a registered tool.
 // A missing node or package fails the test, saying how to install it.
 
-#include "runtime/mcp/server.hpp"
+#include "runtime/mcp/detail/server.hpp"
 #include "runtime/tools/tool_registry.hpp"
 
 #include <catch2/catch.hpp>

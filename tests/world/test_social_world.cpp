@@ -5,8 +5,8 @@
 
 #include "world/social_world.hpp"
 
+#include "json/json_text.hpp"
 #include "runtime/tools/tool.hpp"
-#include "signals/json_text.hpp"
 
 #include <catch2/catch.hpp>
 

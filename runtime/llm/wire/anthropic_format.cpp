@@ -1,10 +1,10 @@
-#include "runtime/llm/wire/anthropic_format.hpp"
+#include "runtime/llm/wire/detail/anthropic_format.hpp"
 
+#include "json/json_parse.hpp"
+#include "json/json_reader.hpp"
+#include "json/json_text.hpp"
+#include "runtime/detail/text.hpp"
 #include "runtime/llm/llm_errors.hpp"
-#include "runtime/text.hpp"
-#include "signals/json_parse.hpp"
-#include "signals/json_reader.hpp"
-#include "signals/json_text.hpp"
 
 namespace troupe {
 

@@ -1,7 +1,7 @@
-#include "runtime/llm/wire/stream_decoder.hpp"
+#include "runtime/llm/wire/detail/stream_decoder.hpp"
 
-#include "runtime/text.hpp"
-#include "signals/json_parse.hpp"
+#include "json/json_parse.hpp"
+#include "runtime/detail/text.hpp"
 
 namespace troupe {
 

@@ -1,6 +1,6 @@
-#include "runtime/store/postgres/connection_pool.hpp"
+#include "runtime/store/postgres/detail/connection_pool.hpp"
 
-#include "runtime/store/postgres/result.hpp"
+#include "runtime/store/postgres/detail/result.hpp"
 
 #include <cstdlib>
 #include <optional>

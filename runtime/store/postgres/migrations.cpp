@@ -1,6 +1,6 @@
-#include "runtime/store/postgres/migrations.hpp"
+#include "runtime/store/postgres/detail/migrations.hpp"
 
-#include "runtime/store/postgres/result.hpp"
+#include "runtime/store/postgres/detail/result.hpp"
 
 #include <algorithm>
 #include <iterator>

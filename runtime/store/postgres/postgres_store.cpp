@@ -1,8 +1,8 @@
 #include "runtime/store/postgres/postgres_store.hpp"
 
-#include "runtime/store/postgres/batch_queue.hpp"
-#include "runtime/store/postgres/connection_pool.hpp"
-#include "runtime/store/postgres/migrations.hpp"
+#include "runtime/store/postgres/detail/batch_queue.hpp"
+#include "runtime/store/postgres/detail/connection_pool.hpp"
+#include "runtime/store/postgres/detail/migrations.hpp"
 
 #include <stdexcept>
 

@@ -1,4 +1,4 @@
-#include "runtime/store/postgres/result.hpp"
+#include "runtime/store/postgres/detail/result.hpp"
 
 #include <libpq-events.h>
 #include <poll.h>

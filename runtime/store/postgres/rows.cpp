@@ -1,6 +1,6 @@
-#include "runtime/store/postgres/rows.hpp"
+#include "runtime/store/postgres/detail/rows.hpp"
 
-#include "signals/json_parse.hpp"
+#include "json/json_parse.hpp"
 
 namespace troupe::postgres {
 

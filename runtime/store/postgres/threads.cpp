@@ -2,11 +2,11 @@
 
 #include "runtime/store/postgres/postgres_store.hpp"
 
+#include "json/json_text.hpp"
 #include "runtime/clock.hpp"
-#include "runtime/store/postgres/batch_queue.hpp"
-#include "runtime/store/postgres/connection_pool.hpp"
-#include "runtime/store/postgres/rows.hpp"
-#include "signals/json_text.hpp"
+#include "runtime/store/postgres/detail/batch_queue.hpp"
+#include "runtime/store/postgres/detail/connection_pool.hpp"
+#include "runtime/store/postgres/detail/rows.hpp"
 
 namespace troupe {
 

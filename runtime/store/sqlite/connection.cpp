@@ -1,4 +1,4 @@
-#include "runtime/store/sqlite/connection.hpp"
+#include "runtime/store/sqlite/detail/connection.hpp"
 
 #include <filesystem>
 #include <stdexcept>

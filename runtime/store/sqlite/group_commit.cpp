@@ -1,6 +1,6 @@
 #include "runtime/store/sqlite/group_commit.hpp"
 
-#include "runtime/store/sqlite/connection.hpp"
+#include "runtime/store/sqlite/detail/connection.hpp"
 
 #include <pthread.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/store/sqlite/migrations.hpp"
+#include "runtime/store/sqlite/detail/migrations.hpp"
 
 #include <iterator>
 #include <stdexcept>

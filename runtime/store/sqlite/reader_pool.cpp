@@ -1,4 +1,4 @@
-#include "runtime/store/sqlite/reader_pool.hpp"
+#include "runtime/store/sqlite/detail/reader_pool.hpp"
 
 #include <exception>
 #include <filesystem>

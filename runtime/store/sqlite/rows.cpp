@@ -1,7 +1,7 @@
-#include "runtime/store/sqlite/rows.hpp"
+#include "runtime/store/sqlite/detail/rows.hpp"
 
-#include "signals/json_parse.hpp"
-#include "signals/utf8.hpp"
+#include "json/json_parse.hpp"
+#include "json/utf8.hpp"
 
 namespace troupe::sqlite {
 

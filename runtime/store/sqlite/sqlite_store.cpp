@@ -1,8 +1,8 @@
 #include "runtime/store/sqlite/sqlite_store.hpp"
 
-#include "runtime/store/sqlite/connection.hpp"
-#include "runtime/store/sqlite/migrations.hpp"
-#include "runtime/store/sqlite/reader_pool.hpp"
+#include "runtime/store/sqlite/detail/connection.hpp"
+#include "runtime/store/sqlite/detail/migrations.hpp"
+#include "runtime/store/sqlite/detail/reader_pool.hpp"
 
 namespace troupe {
 

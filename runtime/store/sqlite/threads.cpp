@@ -2,12 +2,12 @@
 
 #include "runtime/store/sqlite/sqlite_store.hpp"
 
+#include "json/json_parse.hpp"
+#include "json/json_text.hpp"
 #include "runtime/clock.hpp"
-#include "runtime/store/sqlite/connection.hpp"
-#include "runtime/store/sqlite/reader_pool.hpp"
-#include "runtime/store/sqlite/rows.hpp"
-#include "signals/json_parse.hpp"
-#include "signals/json_text.hpp"
+#include "runtime/store/sqlite/detail/connection.hpp"
+#include "runtime/store/sqlite/detail/reader_pool.hpp"
+#include "runtime/store/sqlite/detail/rows.hpp"
 
 namespace troupe {
 

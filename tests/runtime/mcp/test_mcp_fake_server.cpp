@@ -1,7 +1,7 @@
 // The MCP client against tests/mcp/fake_server.mjs: each revision it speaks,
 // and each way a server can misbehave. Every wait is bounded.
 
-#include "runtime/mcp/server.hpp"
+#include "runtime/mcp/detail/server.hpp"
 
 #include "support/mcp_servers.hpp"
 

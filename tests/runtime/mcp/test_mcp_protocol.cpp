@@ -1,10 +1,10 @@
 // The pure parts of the MCP client: JSON-RPC messages, the revision rules,
 // tool names, tools/call results and the --mcp specs.
 
-#include "runtime/mcp/json_rpc.hpp"
-#include "runtime/mcp/protocol.hpp"
+#include "runtime/mcp/detail/json_rpc.hpp"
+#include "runtime/mcp/detail/protocol.hpp"
+#include "runtime/mcp/detail/tool_adapter.hpp"
 #include "runtime/mcp/server_config.hpp"
-#include "runtime/mcp/tool_adapter.hpp"
 
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>

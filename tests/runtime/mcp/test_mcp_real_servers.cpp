@@ -3,7 +3,7 @@
 // HTTP) and @modelcontextprotocol/server-filesystem, pinned in
 // tests/mcp/package-lock.json and installed by `npm ci` (scripts/test.sh).
 
-#include "runtime/mcp/server.hpp"
+#include "runtime/mcp/detail/server.hpp"
 
 #include "support/mcp_servers.hpp"
 

@@ -6,9 +6,9 @@
 // Every request is made on a thread of its own, so that one that blocks its
 // caller fails the test instead of hanging it.
 
-#include "runtime/mcp/client.hpp"
-#include "runtime/mcp/stdio_transport.hpp"
-#include "runtime/mcp/tool_adapter.hpp"
+#include "runtime/mcp/detail/client.hpp"
+#include "runtime/mcp/detail/stdio_transport.hpp"
+#include "runtime/mcp/detail/tool_adapter.hpp"
 
 #include "support/detached.hpp"
 #include "support/mcp_servers.hpp"

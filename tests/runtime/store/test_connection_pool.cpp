@@ -1,8 +1,8 @@
 // The PostgreSQL store's connection pool: a slot is never lost, whoever
 // throws while holding it, or the callers waiting for one wait forever.
 
-#include "runtime/store/postgres/connection_pool.hpp"
-#include "runtime/store/postgres/result.hpp"
+#include "runtime/store/postgres/detail/connection_pool.hpp"
+#include "runtime/store/postgres/detail/result.hpp"
 #include "support/detached.hpp"
 #include "support/store_cases.hpp"
 

@@ -2,7 +2,7 @@
 // transaction a batch runs in. Both must survive a commit that throws, or
 // every later writer waits for a leader that is gone.
 
-#include "runtime/store/sqlite/connection.hpp"
+#include "runtime/store/sqlite/detail/connection.hpp"
 #include "runtime/store/sqlite/group_commit.hpp"
 #include "support/detached.hpp"
 #include "support/store_backends.hpp"

@@ -2,8 +2,8 @@
 // dropped, and migrating a database an older troupe left. Skipped, visibly,
 // without a server.
 
-#include "runtime/store/postgres/migrations.hpp"
-#include "runtime/store/postgres/result.hpp"
+#include "runtime/store/postgres/detail/migrations.hpp"
+#include "runtime/store/postgres/detail/result.hpp"
 #include "support/detached.hpp"
 #include "support/freezing_proxy.hpp"
 #include "support/store_cases.hpp"

@@ -6,8 +6,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "runtime/store/lease_holder.hpp"
-#include "runtime/store/store_executor.hpp"
+#include "runtime/store/detail/lease_holder.hpp"
+#include "runtime/store/detail/store_executor.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>

@@ -1,8 +1,8 @@
 // The store executor runs store calls for owners that must not block, and
 // answers every call exactly once: with its outcome, or with why it did not run.
 
+#include "runtime/store/detail/store_executor.hpp"
 #include "runtime/store/memory_store.hpp"
-#include "runtime/store/store_executor.hpp"
 #include "support/detached.hpp"
 #include "support/entry_builders.hpp"
 #include "support/memory_backed_store.hpp"

@@ -3,9 +3,9 @@
 // and written again by today's code gives the same rows, byte for byte.
 
 #include "runtime/store/sqlite/sqlite_store.hpp"
-#include "strategy/thread_json.hpp"
 #include "support/fixtures.hpp"
 #include "support/store_backends.hpp"
+#include "thread/thread_json.hpp"
 
 #include <sqlite3.h>
 #include <boost/json.hpp>

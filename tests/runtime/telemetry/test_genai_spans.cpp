@@ -1,6 +1,6 @@
 // Telemetry events as spans in the GenAI semantic conventions.
 
-#include "runtime/telemetry/genai_spans.hpp"
+#include "runtime/telemetry/detail/genai_spans.hpp"
 
 #include <catch2/catch.hpp>
 

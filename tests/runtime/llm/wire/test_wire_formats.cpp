@@ -2,10 +2,10 @@
 // (fed whole and in random pieces), non-streaming responses, and the typed
 // errors and retry delays of failed calls.
 
+#include "json/utf8.hpp"
 #include "runtime/llm/llm_errors.hpp"
-#include "runtime/llm/wire/anthropic_format.hpp"
-#include "runtime/llm/wire/openai_format.hpp"
-#include "signals/utf8.hpp"
+#include "runtime/llm/wire/detail/anthropic_format.hpp"
+#include "runtime/llm/wire/detail/openai_format.hpp"
 
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
