@@ -1,5 +1,5 @@
 # Fails when the given executable depends on a library the pure core must not
-# use. Run by ctest against the strategy and the scenario test programs.
+# use. Run by ctest against the pure layers' and the scenario test programs.
 execute_process(COMMAND ldd "${TARGET_FILE}" OUTPUT_VARIABLE deps RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "ldd failed on ${TARGET_FILE}")
