@@ -1,0 +1,3 @@
+#pragma once
+// A public header of the fixture that includes CAF.
+#include <caf/all.hpp>
