@@ -1,3 +1,10 @@
+// The server is started with posix_spawn and watched in one poll loop, not
+// through Boost.Process, for what the latter would take away: the server in a
+// process group of its own with a clean signal mask (so a stop reaches what it
+// started), a socketpair as its stdin (a server that closes stdin cannot
+// raise SIGPIPE in the embedding program, which pipes would allow), its exit
+// seen through a pidfd in the same poll as its output, and a grace period
+// before the kill for a server that closed its streams but kept running.
 #include "runtime/mcp/detail/stdio_transport.hpp"
 
 #include "runtime/mcp/detail/protocol.hpp"
