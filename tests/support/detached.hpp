@@ -1,5 +1,5 @@
 #pragma once
-// For tests of code that used to hang: the call runs on a detached thread
+// For tests of calls that could hang: the call runs on a detached thread
 // of its own, so that a call that never returns fails the test through a
 // bounded wait instead of hanging it. Whatever the call uses must be owned
 // by the callable (a shared_ptr), since the thread may outlive the test.
