@@ -40,9 +40,9 @@ void handle_signal(agent_self self, std::string& thread_id, signal& s) {
   l.unload_idle_threads();
 }
 
-caf::result<reply> handle_decide(agent_self self, std::string& thread_id, decision& d) {
+caf::result<reply> handle_decide(agent_self self, std::string& thread_id, decision& d, event_sink_actor& events) {
   agent_logic l(self);
-  auto answer = l.on_decide(std::move(thread_id), std::move(d));
+  auto answer = l.on_decide(std::move(thread_id), std::move(d), std::move(events));
   l.unload_idle_threads();
   return answer;
 }

@@ -50,7 +50,7 @@ caf::result<reply> agent_logic::on_ask(query q, event_sink_actor events) {
 // thread like any signal (after a load, when the thread is not in
 // memory: a pause outlives its process); the step's decision_answer
 // answers it (answer_decision).
-caf::result<reply> agent_logic::on_decide(std::string thread_id, decision d) {
+caf::result<reply> agent_logic::on_decide(std::string thread_id, decision d, event_sink_actor events) {
   if (thread_id.empty()) thread_id = default_thread_id();
   if (st_.stopping) return refused(d.request_id, error_type::shutdown, "the agent is stopping");
   if (!is_valid_utf8(d.request_id) || !is_valid_utf8(d.tool_call_id) || !is_valid_utf8(thread_id) ||
@@ -66,7 +66,8 @@ caf::result<reply> agent_logic::on_decide(std::string thread_id, decision d) {
   if (!st_.snapshots) st_.snapshots = std::make_unique<snapshot_waiters>();
   st_.snapshots->decisions.push_back(
       waiting_decision{thread_id, taken.request_id, taken.tool_call_id, taken.idempotency_key,
-                       promise_guard<reply>(self_->make_response_promise<reply>(), taken.request_id, &agent_crashed)});
+                       promise_guard<reply>(self_->make_response_promise<reply>(), taken.request_id, &agent_crashed),
+                       std::move(events)});
   run(slot, s);
   pump_tools(slot);
   return caf::delegated<reply>();
@@ -92,7 +93,8 @@ caf::result<reply> agent_logic::on_cancel_ended(std::string thread_id, const std
                        request_id,
                        {},
                        {},
-                       promise_guard<reply>(self_->make_response_promise<reply>(), request_id, &agent_crashed)});
+                       promise_guard<reply>(self_->make_response_promise<reply>(), request_id, &agent_crashed),
+                       {}});
   run(slot, signal{cancel{request_id, reason, {}, true}});
   pump_tools(slot);
   return caf::delegated<reply>();
@@ -274,7 +276,8 @@ reply agent_logic::paused_reply(const std::string& request_id, token_usage usage
 
 // A decision's step answered it: the decide hears the refusal, that the
 // request still waits, or (once the decision was taken) the request's
-// next pause or end, as its running ask.
+// next pause or end, as its running ask, whose subscriber then hears the
+// request's stream events as an ask's would.
 void agent_logic::answer_decision(thread_slot& slot, decision_answer x) {
   if (!st_.snapshots) return;
   const std::string& thread_id = slot.conversation.history().id();
@@ -285,6 +288,7 @@ void agent_logic::answer_decision(thread_slot& slot, decision_answer x) {
   });
   if (it == all.end()) return;
   promise_guard<reply> answer = std::move(it->answer);
+  event_sink_actor events = std::move(it->events);
   all.erase(it);
   if (st_.snapshots->empty()) st_.snapshots.reset();
   if (x.error) return answer.deliver(refused(x.request_id, x.error->type.c_str(), x.error->message));
@@ -295,7 +299,7 @@ void agent_logic::answer_decision(thread_slot& slot, decision_answer x) {
                                        pending_approvals(slot.conversation.history(), x.request_id)));
   if (same && (x.taken || state.busy()) && !slot.running && slot.asks.running().empty()) {
     slot.asks.begin(x.request_id);
-    slot.running = std::make_unique<asker>(asker{std::move(answer), {}, steady_us()});
+    slot.running = std::make_unique<asker>(asker{std::move(answer), std::move(events), steady_us()});
     if (!st_.thread_of) st_.thread_of = std::make_unique<std::unordered_map<std::string, std::string>>();
     (*st_.thread_of)[x.request_id] = thread_id;
     return;

@@ -4,7 +4,9 @@
 
 #include <optional>
 #include <set>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace troupe {
 
@@ -26,6 +28,11 @@ struct broker_state {
   static inline const char* name = "troupe.broker";
   std::shared_ptr<runtime_context> ctx;
   std::unordered_map<std::string, pending_request> pending;
+  // The decides that subscribed, by the request they decide on, oldest
+  // first: a request's stream events reach the oldest, since the agent
+  // answers a request's decides in the order they come, and the one that
+  // continues the request is answered only once it pauses again or ends.
+  std::unordered_map<std::string, std::vector<std::string>> decide_streams;
   // Deadlines, earliest first, and when the one timer the broker keeps is
   // due. A CAF request timeout per ask would wake CAF's clock thread twice
   // a turn (to arm and to cancel it); this arms one timer per earliest
@@ -59,8 +66,10 @@ class broker_logic {
         report_callback_failure(*s, *thrown);
       return;
     }
+    const event_sink_actor events = s->on_event ? caf::actor_cast<event_sink_actor>(self_) : event_sink_actor{};
+    if (events) st_.decide_streams[d.request_id].push_back(key);
     follow(key, std::move(s), agent);
-    self_->request(agent, caf::infinite, decide_atom::value, std::move(thread_id), std::move(d))
+    self_->request(agent, caf::infinite, decide_atom::value, std::move(thread_id), std::move(d), events)
         .then([self = self_, key](reply& r) { broker_logic(self).end(key, std::move(r)); },
               [self = self_, key](caf::error& e) { broker_logic(self).no_answer(key, e); });
   }
@@ -136,13 +145,15 @@ class broker_logic {
             return x.result.request_id;
         },
         e);
-    auto it = st_.pending.find(id);
+    const std::string& key = subscriber_of(id);
+    auto it = st_.pending.find(key);
     if (it == st_.pending.end()) return;
     if (auto thrown = it->second.state->notify(e)) {
       report_callback_failure(*it->second.state, *thrown);
       // The caller cannot follow the request any more: stop it.
       self_->send(it->second.agent, cancel_atom::value, id, "the caller's on_event callback threw");
-      end(id, failed(id, error_type::callback_failed, "on_event threw: " + *thrown));
+      // A copy: a decide's key lives in decide_streams, which end() updates.
+      end(std::string(key), failed(id, error_type::callback_failed, "on_event threw: " + *thrown));
     }
   }
 
@@ -151,9 +162,25 @@ class broker_logic {
       p.state->settle(failed(id, error_type::shutdown, "the runtime shut down before the request finished"));
     st_.pending.clear();
     st_.deadlines.clear();
+    st_.decide_streams.clear();
   }
 
  private:
+  // Who follows a request's stream events: its ask, or else the oldest
+  // decide on it that subscribed (its key; the request id if none).
+  const std::string& subscriber_of(const std::string& request_id) const {
+    if (st_.decide_streams.empty() || st_.pending.contains(request_id)) return request_id;
+    auto it = st_.decide_streams.find(request_id);
+    return it == st_.decide_streams.end() ? request_id : it->second.front();
+  }
+
+  void forget_decide_stream(const std::string& request_id, const std::string& key) {
+    auto it = st_.decide_streams.find(request_id);
+    if (it == st_.decide_streams.end()) return;
+    std::erase(it->second, key);
+    if (it->second.empty()) st_.decide_streams.erase(it);
+  }
+
   // Keeps the request until it ends or its deadline passes.
   void follow(const std::string& key, std::shared_ptr<request::state> s, const agent_actor& agent) {
     const auto due = steady::now() + s->deadline;
@@ -176,6 +203,7 @@ class broker_logic {
     pending_request p = std::move(it->second);
     st_.pending.erase(it);
     st_.deadlines.erase({p.due, id});
+    if (!st_.decide_streams.empty()) forget_decide_stream(p.state->id, id);
     if (auto thrown = p.state->settle(std::move(r))) report_callback_failure(*p.state, *thrown);
   }
 

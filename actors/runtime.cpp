@@ -249,6 +249,7 @@ request runtime::impl::ask(const std::string& agent_id, std::string question, as
 request runtime::impl::decide(const std::string& agent_id, decision d, ask_options options) {
   auto s = std::make_shared<request::state>();
   s->id = d.request_id;
+  s->on_event = std::move(options.on_event);
   s->on_reply = std::move(options.on_reply);
   s->thread_id = options.thread_id;
   return to_broker(*this, agent_id, std::move(s), options.deadline,

@@ -128,13 +128,17 @@ class agent {
   const std::string& id() const { return id_; }
   request ask(std::string question, ask_options options = {}) const;
   // Decides a call a paused request waits for (on options.thread_id; the
-  // request id and tool call id are the decision's; options' deadline and
-  // on_reply apply, not its stream events). The handle's reply: the refusal
-  // when the decision cannot be taken (not_found, already_decided, expired:
-  // nothing changed, though an expired pause took its default), the request
-  // paused still when other calls wait, or else the reply of the request it
-  // continued, when it pauses again or ends. Sent again with the same
-  // idempotency key, a decision that was taken commits nothing more.
+  // request id and tool call id are the decision's; options' deadline,
+  // on_reply and on_event apply). on_event follows the request the decision
+  // continues, from the decision on, as an ask's subscriber would (the
+  // calls' starts and ends, the model's deltas, a pause again), and its last
+  // event is the request_finished_event of the handle's reply. The handle's
+  // reply: the refusal when the decision cannot be taken (not_found,
+  // already_decided, expired: nothing changed, though an expired pause took
+  // its default), the request paused still when other calls wait, or else
+  // the reply of the request it continued, when it pauses again or ends.
+  // Sent again with the same idempotency key, a decision that was taken
+  // commits nothing more.
   request decide(decision d, ask_options options = {}) const;
   // The thread as it is now (empty thread_id: the default thread); nullopt if
   // the agent is not running or did not answer in time.

@@ -69,6 +69,7 @@ struct waiting_decision {
   std::string tool_call_id;
   std::string idempotency_key;
   promise_guard<reply> answer;
+  event_sink_actor events;  // where the request it continues streams; invalid: nobody subscribed
 };
 
 struct queued_ask {
@@ -199,7 +200,7 @@ class agent_logic {
   // ---- Intake and queue (agent_intake.cpp) ----
  public:
   caf::result<reply> on_ask(query q, event_sink_actor events);
-  caf::result<reply> on_decide(std::string thread_id, decision d);
+  caf::result<reply> on_decide(std::string thread_id, decision d, event_sink_actor events);
   caf::result<reply> on_cancel_ended(std::string thread_id, const std::string& request_id, const std::string& reason);
   void on_signal(const std::string& thread_id, signal s);
   void on_cancel(const std::string& request_id, const std::string& reason);

@@ -73,12 +73,13 @@ struct agent_stats {
 // it is answered with the request's end, or not_found.
 // loaded, committed and viewed are the store threads' answers (thread id,
 // commit number, snapshot number) to the agent's own loads and commits.
-// decide (thread id, decision) is answered once the decision is refused,
-// leaves its request still paused, or the request it continued pauses
-// again or ends.
+// decide (thread id, decision, sink) is answered once the decision is
+// refused, leaves its request still paused, or the request it continued
+// pauses again or ends; the continued request's stream events go to the
+// sink meanwhile, as an ask's do.
 using agent_actor = caf::typed_actor<
     caf::replies_to<ask_atom, query, event_sink_actor>::with<reply>, caf::reacts_to<signal_atom, std::string, signal>,
-    caf::replies_to<decide_atom, std::string, decision>::with<reply>,
+    caf::replies_to<decide_atom, std::string, decision, event_sink_actor>::with<reply>,
     caf::reacts_to<cancel_atom, std::string, std::string>,
     caf::replies_to<cancel_atom, std::string, std::string, std::string>::with<reply>,
     caf::replies_to<snapshot_atom, std::string>::with<thread_view>, caf::replies_to<stats_atom>::with<agent_stats>,

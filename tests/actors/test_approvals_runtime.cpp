@@ -118,6 +118,27 @@ std::optional<reply> ended(const request& r) {
   return out;
 }
 
+// The stream events a subscriber heard, on the runtime's threads.
+class heard_events {
+ public:
+  ask_options options() {
+    ask_options o;
+    o.on_event = [this](const stream_event& e) {
+      std::lock_guard lock(m_);
+      seen_.push_back(e);
+    };
+    return o;
+  }
+  std::vector<stream_event> all() {
+    std::lock_guard lock(m_);
+    return seen_;
+  }
+
+ private:
+  std::mutex m_;
+  std::vector<stream_event> seen_;
+};
+
 }  // namespace
 
 TEST_CASE("a cancel ends a paused request: its waiting calls are answered cancelled") {
@@ -253,6 +274,67 @@ TEST_CASE("a subscriber sees the pause as an event: the calls that wait, placed 
   const auto asked = t->of_kind(entry_kind::approval_request);
   REQUIRE(asked.size() == 1);
   CHECK(paused->thread_seq == asked[0]->seq);
+}
+
+TEST_CASE("a decide's subscriber follows the request it continues: the approved call and the answer to its end") {
+  counted_tools tools;
+  runtime rt({.provider = send_when_asked()});  // send alone: no free call ends during the continuation
+  tools.add_to(rt);
+  agent a = rt.spawn_agent(supervised());
+  REQUIRE(must_reply(a.ask("mail bob", {.request_id = "r1"})).paused());
+  heard_events heard;
+  CHECK(answer_of(must_reply(a.decide(decide("r1", verdict::approve), heard.options()))) == "done: sent to bob");
+  const std::vector<stream_event> seen = heard.all();
+  REQUIRE(seen.size() >= 4);
+  const auto* started = std::get_if<tool_started_event>(&seen[0]);
+  REQUIRE(started);
+  CHECK(started->request_id == "r1");
+  CHECK(started->tool_call_id == "s2");
+  CHECK(started->tool_name == "send");
+  CHECK(started->arguments == json::object{{"to", "bob"}});
+  const auto* finished = std::get_if<tool_finished_event>(&seen[1]);
+  REQUIRE(finished);
+  CHECK(finished->tool_call_id == "s2");
+  const auto* result = std::get_if<json::value>(&finished->outcome);
+  REQUIRE(result);
+  CHECK(*result == json::value("sent to bob"));
+  std::string streamed;
+  for (std::size_t i = 2; i + 1 < seen.size(); ++i) {
+    const auto* d = std::get_if<delta_event>(&seen[i]);
+    REQUIRE(d);
+    CHECK(d->request_id == "r1");
+    streamed += d->text;
+  }
+  CHECK(streamed == "done: sent to bob");
+  const auto* last = std::get_if<request_finished_event>(&seen.back());
+  REQUIRE(last);
+  CHECK(answer_of(last->result) == "done: sent to bob");
+}
+
+TEST_CASE("a decide's subscriber sees the request it continues pause again") {
+  counted_tools tools;
+  // Shown send's result for bob, the model sends to carol too.
+  runtime rt({.provider = std::make_shared<scripted_provider>([](const llm_stream& s) {
+                if (const llm_message& last = s.messages.back(); last.role == "tool" && last.tool_call_id == "s2")
+                  return scripted_reply::tools({call("s3", "send", {{"to", "carol"}})});
+                return scripted_reply::tools({call("s2", "send", {{"to", "bob"}})});
+              })});
+  tools.add_to(rt);
+  agent a = rt.spawn_agent(supervised());
+  REQUIRE(must_reply(a.ask("mail bob", {.request_id = "r1"})).paused());
+  heard_events heard;
+  REQUIRE(must_reply(a.decide(decide("r1", verdict::approve), heard.options())).paused());
+  const std::vector<stream_event> seen = heard.all();
+  REQUIRE(seen.size() == 4);
+  CHECK(std::holds_alternative<tool_started_event>(seen[0]));
+  CHECK(std::holds_alternative<tool_finished_event>(seen[1]));
+  const auto* again = std::get_if<approval_requested_event>(&seen[2]);
+  REQUIRE(again);
+  REQUIRE(again->pending.size() == 1);
+  CHECK(again->pending[0].tool_call_id == "s3");
+  const auto* last = std::get_if<request_finished_event>(&seen[3]);
+  REQUIRE(last);
+  CHECK(last->result.paused());
 }
 
 TEST_CASE("the wait from a pause to its decision is reported, timed by the thread's entries") {
