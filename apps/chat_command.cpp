@@ -174,10 +174,8 @@ int run_chat(const model_options& o) {
     const auto limit = started + std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_seconds * 1000));
     std::optional<reply> got = await_reply(r, limit);
     // A paused turn is decided here, call by call; the last decision's
-    // handle carries the request on to its end (or its next pause). Its
-    // answer does not stream (a decision's continuation has no events), so
-    // it is printed whole.
-    bool decided = false;
+    // handle carries the request on to its end (or its next pause), and its
+    // answer streams as an ask's does.
     while (got->paused()) {
       const auto d = ask_user(s, tty, got->request_id, got->pending.front());
       if (!d) {
@@ -185,10 +183,8 @@ int run_chat(const model_options& o) {
         got = await_reply(r, limit);
         break;
       }
-      decided = true;
-      got = await_reply(s.assistant->decide(*d, {.thread_id = thread}), limit);
+      got = await_reply(s.assistant->decide(*d, {.thread_id = thread, .on_event = print_delta}), limit);
     }
-    if (decided && got->ok()) std::cout << std::get<std::string>(got->outcome);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     std::cout << "\n";
     session += got->usage;
