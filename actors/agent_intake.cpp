@@ -300,6 +300,9 @@ void agent_logic::answer_decision(thread_slot& slot, decision_answer x) {
   if (same && (x.taken || state.busy()) && !slot.running && slot.asks.running().empty()) {
     slot.asks.begin(x.request_id);
     slot.running = std::make_unique<asker>(asker{std::move(answer), std::move(events), steady_us()});
+    // The request runs again: its end will be reported, and a start before
+    // it keeps every count of running requests whole (the pause was an end).
+    report(telemetry_kind::request_started, thread_id, x.request_id);
     if (!st_.thread_of) st_.thread_of = std::make_unique<std::unordered_map<std::string, std::string>>();
     (*st_.thread_of)[x.request_id] = thread_id;
     return;

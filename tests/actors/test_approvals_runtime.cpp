@@ -367,6 +367,21 @@ TEST_CASE("the wait from a pause to its decision is reported, timed by the threa
   CHECK(sink->count(telemetry_kind::approval_decided) == 1);
 }
 
+TEST_CASE("a request continued by a decision is reported started again, so its starts and ends pair up") {
+  counted_tools tools;
+  auto sink = std::make_shared<recording_sink>();
+  runtime rt({.provider = search_and_send(), .telemetry = sink});
+  tools.add_to(rt);
+  agent a = rt.spawn_agent(supervised());
+  REQUIRE(must_reply(a.ask("mail bob", {.request_id = "r1"})).paused());
+  REQUIRE(sink->wait_for(telemetry_kind::request_failed, 1, patience));  // the pause ends the ask
+  CHECK(sink->count(telemetry_kind::request_started) == 1);
+  CHECK(answer_of(must_reply(a.decide(decide("r1", verdict::approve)))) == "done: sent to bob");
+  REQUIRE(sink->wait_for(telemetry_kind::request_completed, 1, patience));
+  CHECK(sink->count(telemetry_kind::request_started) == 2);
+  CHECK(sink->count(telemetry_kind::request_failed) + sink->count(telemetry_kind::request_completed) == 2);
+}
+
 // A runtime pauses a request and is destroyed; a new runtime on the same
 // store (opened again, as a restarted process would) takes the decision and
 // finishes the request. `open` gives the store, each time anew.
