@@ -55,15 +55,13 @@ void agent_logic::run(thread_slot& slot, const signal& s) {
                   });
 }
 
-// A step whose entries are stored: its directives leave. A decision's
-// answer goes first: the decide that continues the request becomes its
-// asker before the calls it approved start, so its subscriber sees them.
+// A step whose entries are stored: its directives leave, in the machine's
+// order (a decision's answer before the calls it lets run, so the decide
+// that continues the request is its asker when they start).
 void agent_logic::take(thread_slot& slot, react_thread::prepared_step&& step) {
   const std::uint64_t from = slot.conversation.history().size();
   std::vector<directive> next = slot.conversation.adopt(std::move(step));
   report_approval_waits(slot, from);
-  std::stable_partition(next.begin(), next.end(),
-                        [](const directive& d) { return std::holds_alternative<decision_answer>(d); });
   for (directive& d : next) dispatch(slot, std::move(d));
 }
 

@@ -69,9 +69,7 @@ class broker_logic {
     const event_sink_actor events = s->on_event ? caf::actor_cast<event_sink_actor>(self_) : event_sink_actor{};
     if (events) st_.decide_streams[d.request_id].push_back(key);
     follow(key, std::move(s), agent);
-    self_->request(agent, caf::infinite, decide_atom::value, std::move(thread_id), std::move(d), events)
-        .then([self = self_, key](reply& r) { broker_logic(self).end(key, std::move(r)); },
-              [self = self_, key](caf::error& e) { broker_logic(self).no_answer(key, e); });
+    request_reply(key, agent, decide_atom::value, std::move(thread_id), std::move(d), events);
   }
 
   void ask(query q, agent_actor agent, std::shared_ptr<request::state> s) {
@@ -88,9 +86,7 @@ class broker_logic {
     }
     const event_sink_actor events = s->on_event ? caf::actor_cast<event_sink_actor>(self_) : event_sink_actor{};
     follow(id, std::move(s), agent);
-    self_->request(agent, caf::infinite, ask_atom::value, std::move(q), events)
-        .then([self = self_, id](reply& r) { broker_logic(self).end(id, std::move(r)); },
-              [self = self_, id](caf::error& e) { broker_logic(self).no_answer(id, e); });
+    request_reply(id, agent, ask_atom::value, std::move(q), events);
   }
 
   // The timer fired: requests past their deadline end with
@@ -131,9 +127,7 @@ class broker_logic {
     auto agent = st_.ctx->agents.find(s->agent_id);
     if (!agent) return;
     follow(key, s, *agent);
-    self_->request(*agent, caf::infinite, cancel_atom::value, s->thread_id, s->id, reason)
-        .then([self = self_, key](reply& r) { broker_logic(self).end(key, std::move(r)); },
-              [self = self_, key](caf::error& e) { broker_logic(self).no_answer(key, e); });
+    request_reply(key, *agent, cancel_atom::value, s->thread_id, s->id, reason);
   }
 
   void event(const stream_event& e) {
@@ -187,6 +181,15 @@ class broker_logic {
     st_.pending[key] = pending_request{std::move(s), agent, due};
     st_.deadlines.emplace(due, key);
     arm_timer();
+  }
+
+  // Sends the agent a message it answers with a reply, which ends what is
+  // followed under `key` (or its failure to answer does).
+  template <class... Ts>
+  void request_reply(const std::string& key, const agent_actor& agent, Ts&&... xs) {
+    self_->request(agent, caf::infinite, std::forward<Ts>(xs)...)
+        .then([self = self_, key](reply& r) { broker_logic(self).end(key, std::move(r)); },
+              [self = self_, key](caf::error& e) { broker_logic(self).no_answer(key, e); });
   }
 
   void arm_timer() {

@@ -278,9 +278,11 @@ class stepper {
                     "tool call " + d.tool_call_id + " is a question: answer it (approve with a response) or reject it");
     if (d.sticky && d.answer == verdict::reject)
       return refuse(error_type::invalid_decision, "a sticky decision allows a tool; a rejection cannot be sticky");
-    take_decision(*p, d.answer, d.message, d.arguments, d.decided_by, d.idempotency_key, false, d.response, d.sticky);
+    // Before the calls it lets run, as a cancel's answer comes before the
+    // request's end: the decider follows the request from here on.
     answer.taken = true;
     directives_.push_back(std::move(answer));
+    take_decision(*p, d.answer, d.message, d.arguments, d.decided_by, d.idempotency_key, false, d.response, d.sticky);
     finish_tools_if_done();
   }
 
