@@ -3,6 +3,8 @@
 // process (so that one's memory does not flatter or burden the next), and
 // medians.
 
+#include "simulation/percentile.hpp"
+
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,11 +45,9 @@ inline std::vector<double> in_child(const std::function<std::vector<double>()>& 
 class sorted_samples {
  public:
   explicit sorted_samples(std::vector<double> v) : v_(std::move(v)) { std::sort(v_.begin(), v_.end()); }
-  // The value at quantile q (0..1); 0 when empty.
-  double at(double q) const {
-    if (v_.empty()) return 0;
-    return v_[std::min(v_.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v_.size())))];
-  }
+  // The value at quantile q (0..1), ranked as every figure troupe reports
+  // is (simulation/percentile.hpp); 0 when empty.
+  double at(double q) const { return v_.empty() ? 0 : v_[quantile_rank(v_.size(), q)]; }
 
  private:
   std::vector<double> v_;

@@ -40,11 +40,6 @@ namespace {
 
 using ping_atom = caf::atom_constant<caf::atom("ping")>;
 
-double percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
-}
-
 // --- 1. memory per idle agent ---------------------------------------------------------
 
 std::vector<double> bare_actor_bytes(std::size_t n) {

@@ -96,10 +96,10 @@ commit_figures measure_commits(Backend& backend, int writers, int commits) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::vector<double> all;
   for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
-  std::sort(all.begin(), all.end());
+  const bench::sorted_samples latency(std::move(all));
   commit_figures f;
-  f.p50_us = all[all.size() / 2];
-  f.p99_us = all[all.size() * 99 / 100];
+  f.p50_us = latency.at(0.5);
+  f.p99_us = latency.at(0.99);
   f.entries_per_s = 2.0 * writers * commits / seconds;
   if constexpr (std::is_same_v<Backend, sqlite_backend>) {
     const auto s = backend.store->stats();
