@@ -656,6 +656,71 @@ constexpr const char* migrations[] = {
     R"(
   CREATE INDEX entries_by_request ON entries (thread_id, (refs->>'request_id'), seq);
 )",
+    // 9: a cluster of nodes (docs/cluster.md): its fixed shard count, its
+    // members, and each shard's holder under a lease with a fencing epoch
+    // (both timed by the database's clock, now()). A thread lease taken by
+    // a shard's holder records the shard and its epoch: a newer grant of the
+    // shard revokes it in the statement that makes the grant, and a take
+    // under a newer grant wins over a live lease taken under an older one.
+    R"(
+  CREATE TABLE troupe_cluster (
+    one boolean PRIMARY KEY DEFAULT true CHECK (one),
+    shards integer NOT NULL CHECK (shards > 0),
+    created_at timestamptz NOT NULL DEFAULT now()
+  );
+  CREATE TABLE troupe_nodes (
+    id text PRIMARY KEY,
+    address text NOT NULL,
+    build_id text NOT NULL,
+    state text NOT NULL CHECK (state IN ('joining', 'active', 'leaving', 'dead')),
+    started_at timestamptz NOT NULL,
+    heartbeat_at timestamptz NOT NULL
+  );
+  CREATE TABLE troupe_shards (
+    shard integer PRIMARY KEY,
+    holder text,
+    epoch bigint NOT NULL DEFAULT 0,
+    lease_until timestamptz NOT NULL DEFAULT to_timestamp(0)
+  );
+  ALTER TABLE leases ADD COLUMN shard integer, ADD COLUMN shard_epoch bigint;
+  CREATE INDEX leases_by_shard ON leases (shard, shard_epoch) WHERE shard IS NOT NULL;
+
+  -- A thread's lease for the holder of its shard: 'not_held' (with the
+  -- shard's holder and epoch) unless p_node holds the shard at p_shard_epoch
+  -- under a lease the database's clock says is live, which stays locked
+  -- until the take commits; 'owned' while another owner's live lease was
+  -- taken under this same grant; else 'taken' with the next epoch.
+  CREATE FUNCTION troupe_take_lease_in_shard(p_id text, p_owner text, p_shard integer, p_node text,
+                                             p_shard_epoch bigint, p_now bigint, p_until bigint)
+  RETURNS TABLE (status text, holder text, held_epoch bigint, held_until bigint)
+  LANGUAGE plpgsql AS $$
+  DECLARE
+    s_holder text;
+    s_epoch bigint;
+    s_live boolean;
+    cur leases%ROWTYPE;
+  BEGIN
+    SELECT s.holder, s.epoch, s.lease_until > now() INTO s_holder, s_epoch, s_live
+      FROM troupe_shards s WHERE s.shard = p_shard FOR SHARE;
+    IF NOT FOUND OR s_holder IS DISTINCT FROM p_node OR s_epoch <> p_shard_epoch OR NOT s_live THEN
+      RETURN QUERY SELECT 'not_held'::text, COALESCE(s_holder, ''), COALESCE(s_epoch, 0), 0::bigint;
+      RETURN;
+    END IF;
+    INSERT INTO leases (thread_id, owner, epoch, expires_at) VALUES (p_id, '', 0, 0)
+      ON CONFLICT (thread_id) DO NOTHING;
+    SELECT * INTO cur FROM leases l WHERE l.thread_id = p_id FOR UPDATE;
+    IF cur.epoch > 0 AND cur.owner <> p_owner AND cur.expires_at > p_now
+       AND cur.shard IS NOT DISTINCT FROM p_shard AND cur.shard_epoch >= p_shard_epoch THEN
+      RETURN QUERY SELECT 'owned'::text, cur.owner, cur.epoch, cur.expires_at;
+      RETURN;
+    END IF;
+    UPDATE leases l SET owner = p_owner, epoch = cur.epoch + 1, expires_at = p_until, shard = p_shard,
+                        shard_epoch = p_shard_epoch
+      WHERE l.thread_id = p_id;
+    RETURN QUERY SELECT 'taken'::text, p_owner, cur.epoch + 1, p_until;
+  END
+  $$;
+)",
 };
 static_assert(std::size(migrations) == schema_version);
 

@@ -13,6 +13,7 @@
 // The pool is in connection_pool.hpp, the schema in migrations.hpp, the
 // thread part in threads.cpp and the conversation part in conversations.cpp.
 
+#include "runtime/cluster/shard_lease.hpp"
 #include "runtime/random_ids.hpp"
 #include "runtime/store/conversation_store.hpp"
 #include "runtime/store/thread_lease.hpp"
@@ -95,6 +96,18 @@ class postgres_store final : public thread_store, public conversation_store {
   std::vector<std::string> list() override;
   bool remove(const std::string& thread_id) override;
 
+  // acquire_lease() for the node of a cluster that holds the thread's shard
+  // (docs/cluster.md): "fenced" unless `shard` is the shard's current grant
+  // and live by the database's clock (the shard stays locked until the
+  // take commits, so it cannot change hands in between); "owned" while
+  // another owner's live lease was taken under this same grant; otherwise
+  // taken with the next epoch, even from a live holder that took it under
+  // an older grant, whose commits are refused as "fenced" from then on.
+  // The lease records the grant, so that the shard's next grant revokes it.
+  stored<thread_lease> acquire_lease_in_shard(const std::string& thread_id, const std::string& owner,
+                                              const shard_lease& shard, std::int64_t now_ms,
+                                              std::chrono::milliseconds ttl);
+
   stored<conversation> get_or_create_conversation(const conversation_key& key) override;
   stored<conversation> find_conversation(const std::string& conversation_id) override;
   stored<std::vector<entry>> history(const std::string& conversation_id, std::size_t limit) override;
@@ -108,7 +121,7 @@ class postgres_store final : public thread_store, public conversation_store {
                                                    const boost::json::value& value) override;
   stored<void> delete_conversation(const std::string& conversation_id) override;
 
-  static constexpr int schema_version = 8;
+  static constexpr int schema_version = 9;
 
  private:
   stored<std::uint64_t> append_as(const thread_view& t, std::uint64_t expected_rev, const thread_lease* fence);

@@ -1,0 +1,390 @@
+// A cluster of nodes kept in PostgreSQL: membership, fair shares of the
+// shards, handover, failover and the fencing of a stale holder's commits.
+// Nodes are cluster_membership objects in this process, each with its own
+// connections; a killed node is one halted (its rounds stop, nothing is
+// given up). Time passes by waiting for conditions, never for fixed spells.
+// Skipped, visibly, without a server.
+
+#include "runtime/clock.hpp"
+#include "runtime/cluster/cluster_membership.hpp"
+#include "runtime/cluster/shard_of.hpp"
+#include "support/store_backends.hpp"
+#include "support/store_cases.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+using namespace troupe;
+using namespace troupe::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::uint32_t test_shards = 8;
+
+cluster_options node(const postgres_backend& db, const std::string& id, std::uint32_t shards = test_shards) {
+  cluster_options o;
+  o.conninfo = db.uri();
+  o.node_id = id;
+  o.address = id + ".test:7000";
+  o.build_id = "test-build";
+  o.shards = shards;
+  o.heartbeat_interval = 50ms;
+  o.dead_after = 400ms;
+  o.shard_lease_ttl = 600ms;
+  return o;
+}
+
+// Polls `done` until it holds or `timeout` passes (a condition, not a spell).
+template <class F>
+bool eventually(F done, std::chrono::milliseconds timeout = 10s) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+std::set<std::uint32_t> shard_numbers(const cluster_membership& m) {
+  std::set<std::uint32_t> out;
+  for (const shard_lease& l : m.shards_held()) out.insert(l.shard);
+  return out;
+}
+
+std::optional<shard_lease> held(const cluster_membership& m, std::uint32_t shard) {
+  for (const shard_lease& l : m.shards_held())
+    if (l.shard == shard) return l;
+  return std::nullopt;
+}
+
+const node_info* find_node(const std::vector<node_info>& nodes, const std::string& id) {
+  for (const node_info& n : nodes)
+    if (n.id == id) return &n;
+  return nullptr;
+}
+
+// Each node's count of shards, in the order given, once they add up to all.
+bool shares_are(const std::vector<const cluster_membership*>& nodes, const std::vector<std::size_t>& expected) {
+  std::set<std::uint32_t> all;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const auto mine = shard_numbers(*nodes[i]);
+    if (mine.size() != expected[i]) return false;
+    all.insert(mine.begin(), mine.end());
+  }
+  return all.size() == test_shards;
+}
+
+}  // namespace
+
+TEST_CASE("an agent's shard is FNV-1a 64 of its id modulo the shard count, the same in every build") {
+  CHECK(fnv1a_64("") == 0xcbf29ce484222325ull);
+  CHECK(fnv1a_64("a") == 0xaf63dc4c8601ec8cull);
+  CHECK(shard_of("agent-1", 64) == 0);
+  CHECK(shard_of("support-bot", 64) == 36);
+  CHECK(shard_of("user/42", 1024) == 225);
+}
+
+TEST_CASE("cluster options that cannot work are refused before anything connects") {
+  cluster_options o;
+  o.conninfo = "postgres://nowhere.invalid/db";
+  auto refusal = [&] {
+    try {
+      validate(o);
+    } catch (const cluster_error& e) {
+      CHECK(e.which() == cluster_error::kind::invalid_options);
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  SECTION("no shards") {
+    o.shards = 0;
+    CHECK_THAT(refusal(), Catch::Contains("shard count"));
+  }
+  SECTION("declared dead between two heartbeats") {
+    o.dead_after = o.heartbeat_interval;
+    CHECK_THAT(refusal(), Catch::Contains("dead_after"));
+  }
+  SECTION("a shard lease that runs out between two renewals") {
+    o.shard_lease_ttl = o.heartbeat_interval / 2;
+    CHECK_THAT(refusal(), Catch::Contains("ttl"));
+  }
+  SECTION("no database") {
+    o.conninfo.clear();
+    CHECK_THAT(refusal(), Catch::Contains("conninfo"));
+  }
+}
+
+TEST_CASE("a node joins, heartbeats and becomes active; a made-up id names its process") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  cluster_options o = node(db, "");
+  cluster_membership a(o);
+  CHECK_THAT(a.node_id(), Catch::Contains("/" + std::to_string(getpid()) + "/"));
+  REQUIRE(eventually([&] {
+    const auto nodes = a.nodes();
+    const node_info* me = find_node(nodes, a.node_id());
+    return me && me->state == node_state::active;
+  }));
+  const auto first = a.nodes();
+  const node_info* me = find_node(first, a.node_id());
+  REQUIRE(me);
+  CHECK(me->address == ".test:7000");  // node() names it after the id it was given: none
+  CHECK(me->build_id == "test-build");
+  CHECK(me->heartbeat_age < o.dead_after);
+  // It keeps beating: a while later its heartbeat is still fresh.
+  REQUIRE(a.wait_rounds(10, 10s));
+  CHECK(find_node(a.nodes(), a.node_id())->heartbeat_age < o.dead_after);
+  CHECK(!a.last_error());
+}
+
+TEST_CASE("a node configured with another shard count is refused with both counts named") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  cluster_membership a(node(db, "a"));
+  try {
+    cluster_membership b(node(db, "b", 16));
+    FAIL("a node with 16 shards joined a cluster of 8");
+  } catch (const cluster_error& e) {
+    CHECK(e.which() == cluster_error::kind::shard_count);
+    CHECK_THAT(e.what(), Catch::Contains("16") && Catch::Contains("8"));
+  }
+}
+
+TEST_CASE("a second live node with the same id is refused") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  cluster_membership a(node(db, "a"));
+  REQUIRE(a.wait_rounds(1, 10s));
+  try {
+    cluster_membership again(node(db, "a"));
+    FAIL("two live nodes share an id");
+  } catch (const cluster_error& e) {
+    CHECK(e.which() == cluster_error::kind::node_id_taken);
+  }
+}
+
+TEST_CASE("nodes take fair shares of the shards: all with one, 4+4 with two, 3+3+2 with three") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  std::mutex m;
+  std::map<std::string, int> acquired;
+  auto counting = [&](const std::string& id) {
+    cluster_hooks h;
+    h.acquired = [&, id](const shard_lease&) {
+      std::lock_guard lock(m);
+      ++acquired[id];
+    };
+    return h;
+  };
+  cluster_membership a(node(db, "a"), counting("a"));
+  REQUIRE(eventually([&] { return shares_are({&a}, {8}); }));
+  {
+    std::lock_guard lock(m);
+    CHECK(acquired["a"] == 8);
+  }
+
+  cluster_membership b(node(db, "b"), counting("b"));
+  REQUIRE(eventually([&] { return shares_are({&a, &b}, {4, 4}); }));
+
+  cluster_membership c(node(db, "c"), counting("c"));
+  // The first shards%nodes nodes by id take one more.
+  REQUIRE(eventually([&] { return shares_are({&a, &b, &c}, {3, 3, 2}); }));
+
+  // The table agrees, and every location points at its holder.
+  const cluster_status status = read_cluster_status(db.uri());
+  CHECK(status.shards == test_shards);
+  REQUIRE(status.nodes.size() == 3);
+  for (const shard_info& s : status.shard_table) {
+    const cluster_membership* holder = s.holder == "a" ? &a : s.holder == "b" ? &b : &c;
+    const auto mine = held(*holder, s.shard);
+    REQUIRE(mine);
+    CHECK(mine->epoch == s.epoch);
+    CHECK(s.lease_left.count() > 0);
+  }
+  for (const std::string agent : {"agent-1", "support-bot", "user/42"}) {
+    const auto where = b.locate(agent);
+    REQUIRE(where);
+    const cluster_membership* holder = where->node_id == "a" ? &a : where->node_id == "b" ? &b : &c;
+    CHECK(held(*holder, shard_of(agent, test_shards)));
+    CHECK(where->address == where->node_id + ".test:7000");
+  }
+}
+
+TEST_CASE("a node that leaves drains each shard before it gives it up, and the others take it") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  std::mutex m;
+  std::vector<std::string> log;  // "drain S" by a, "acquired S" by b, in order
+  std::vector<std::string> held_when_drained;
+  cluster_hooks a_hooks;
+  a_hooks.drain = [&](const shard_lease& l, std::function<void()> drained) {
+    // Still a's in the table while it drains.
+    db.sql([&](PGconn* c) {
+      PGresult* r = PQexec(c, ("SELECT holder FROM troupe_shards WHERE shard = " + std::to_string(l.shard)).c_str());
+      std::lock_guard lock(m);
+      held_when_drained.push_back(PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : "");
+      log.push_back("drain " + std::to_string(l.shard));
+      PQclear(r);
+    });
+    // Drained later, from another thread, as a runtime stopping agents would.
+    std::thread([drained] { drained(); }).detach();
+  };
+  cluster_hooks b_hooks;
+  b_hooks.acquired = [&](const shard_lease& l) {
+    std::lock_guard lock(m);
+    log.push_back("acquired " + std::to_string(l.shard));
+  };
+  cluster_membership a(node(db, "a"), a_hooks);
+  REQUIRE(eventually([&] { return shares_are({&a}, {8}); }));
+  cluster_membership b(node(db, "b"), b_hooks);
+  REQUIRE(eventually([&] { return shares_are({&a, &b}, {4, 4}); }));
+
+  REQUIRE(a.leave(10s));
+  REQUIRE(eventually([&] { return shares_are({&b}, {8}); }));
+  CHECK(a.shards_held().empty());
+  CHECK(!find_node(b.nodes(), "a"));  // its row is gone
+
+  std::lock_guard lock(m);
+  CHECK(held_when_drained == std::vector<std::string>(8, "a"));
+  // Every shard b got from a was drained by a first.
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    if (log[i].rfind("acquired ", 0) != 0) continue;
+    const std::string shard = log[i].substr(9);
+    const bool from_a = std::find(log.begin(), log.end(), "drain " + shard) != log.end();
+    if (from_a)
+      CHECK(std::find(log.begin(), log.begin() + static_cast<std::ptrdiff_t>(i), "drain " + shard) !=
+            log.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
+TEST_CASE("a node that stops heartbeating is declared dead and its shards move to the survivors in time") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  const cluster_options o = node(db, "a");
+  cluster_membership a(o);
+  cluster_membership b(node(db, "b"));
+  cluster_membership c(node(db, "c"));
+  REQUIRE(eventually([&] { return shares_are({&a, &b, &c}, {3, 3, 2}); }));
+  const std::uint64_t a_epoch = a.shards_held().front().epoch;
+  const std::uint32_t a_shard = a.shards_held().front().shard;
+
+  const auto killed = std::chrono::steady_clock::now();
+  a.halt();  // as SIGKILL: nothing given up
+  // dead_after, then a round of a survivor to see it and one to take.
+  REQUIRE(eventually([&] { return shares_are({&b, &c}, {4, 4}); }));
+  const auto moved = std::chrono::steady_clock::now() - killed;
+  CHECK(moved < o.dead_after + 10 * o.heartbeat_interval + 2s);
+  const node_info* dead = find_node(b.nodes(), "a");
+  REQUIRE(dead);
+  CHECK(dead->state == node_state::dead);
+  const auto taken = held(b, a_shard) ? held(b, a_shard) : held(c, a_shard);
+  REQUIRE(taken);
+  CHECK(taken->epoch > a_epoch);
+}
+
+TEST_CASE("a holder learns that its shard was taken, and says so once") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  std::mutex m;
+  std::vector<shard_lease> lost;
+  cluster_hooks h;
+  h.lost = [&](const shard_lease& l) {
+    std::lock_guard lock(m);
+    lost.push_back(l);
+  };
+  cluster_membership a(node(db, "a"), h);
+  REQUIRE(eventually([&] { return shares_are({&a}, {8}); }));
+  const shard_lease before = *held(a, 3);
+  // Another grant of shard 3, as a node that judged a dead would make it.
+  db.sql([](PGconn* c) {
+    PQclear(PQexec(c, "INSERT INTO troupe_nodes VALUES ('z', 'z:1', 'x', 'active', now(), now() + interval '1 hour')"));
+    PQclear(PQexec(c, "UPDATE troupe_shards SET holder = 'z', epoch = epoch + 1 WHERE shard = 3"));
+  });
+  REQUIRE(eventually([&] {
+    std::lock_guard lock(m);
+    return !lost.empty();
+  }));
+  REQUIRE(a.wait_rounds(3, 10s));
+  std::lock_guard lock(m);
+  REQUIRE(lost.size() == 1);
+  CHECK(lost.front() == before);
+  CHECK(!held(a, 3));
+}
+
+TEST_CASE("a stale holder's commits are refused as fenced once its shard is taken over") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  postgres_store& store = *db.store;
+  const std::string agent = "support-bot";
+  const std::uint32_t shard = shard_of(agent, test_shards);
+  sequential_ids ids;
+  thread t(agent, 1);
+
+  auto a = std::make_unique<cluster_membership>(node(db, "a"));
+  REQUIRE(eventually([&] { return held(*a, shard).has_value(); }));
+  const shard_lease a_shard = *held(*a, shard);
+  // A long thread lease: the takeover must not wait for it to run out.
+  const auto a_lease = store.acquire_lease_in_shard(agent, "a", a_shard, wall_clock_ms(), 1h);
+  REQUIRE(a_lease);
+  t.append(note(1), 1, ids);
+  REQUIRE(store.append_fenced(t, 0, *a_lease));
+
+  SECTION("a node that does not hold the shard cannot take the thread's lease") {
+    const auto refused =
+        store.acquire_lease_in_shard(agent, "b", shard_lease{shard, "b", a_shard.epoch}, wall_clock_ms(), 1h);
+    REQUIRE(!refused);
+    CHECK(refused.error().type == "fenced");
+    CHECK_THAT(refused.error().message, Catch::Contains("shard " + std::to_string(shard)));
+  }
+  SECTION("another owner under the same grant is told the thread is owned") {
+    const auto refused = store.acquire_lease_in_shard(agent, "a-other", a_shard, wall_clock_ms(), 1h);
+    REQUIRE(!refused);
+    CHECK(refused.error().type == "owned");
+  }
+  SECTION("after the holder dies, the new holder's grant fences it at once") {
+    a->halt();
+    cluster_membership b(node(db, "b"));
+    REQUIRE(eventually([&] { return held(b, shard).has_value(); }));
+    const shard_lease b_shard = *held(b, shard);
+    CHECK(b_shard.epoch > a_shard.epoch);
+
+    // The grant revoked a's thread lease: a's next commit is refused, and
+    // nothing of it is written.
+    t.append(note(2), 2, ids);
+    const auto stale = store.append_fenced(t, 1, *a_lease);
+    REQUIRE(!stale);
+    CHECK(stale.error().type == "fenced");
+    CHECK(store.load(agent)->size() == 1);
+    // a can no longer take it back under its old grant either.
+    CHECK(store.acquire_lease_in_shard(agent, "a", a_shard, wall_clock_ms(), 1h).error().type == "fenced");
+
+    const auto b_lease = store.acquire_lease_in_shard(agent, "b", b_shard, wall_clock_ms(), 1h);
+    REQUIRE(b_lease);
+    CHECK(b_lease->epoch > a_lease->epoch);
+    REQUIRE(store.append_fenced(t, 1, *b_lease));
+    CHECK(store.load(agent)->size() == 2);
+  }
+  SECTION("a take under a newer grant wins over a live lease taken under an older one") {
+    // The grant's own revocation is bypassed: the newer grant is written by
+    // hand, as a take that raced the revocation would see it.
+    a->halt();
+    db.sql([&](PGconn* c) {
+      PQclear(PQexec(c, "INSERT INTO troupe_nodes VALUES ('b', 'b:1', 'x', 'active', now(), now())"));
+      PQclear(PQexec(c, ("UPDATE troupe_shards SET holder = 'b', epoch = epoch + 1, lease_until = now() + "
+                         "interval '1 hour' WHERE shard = " +
+                         std::to_string(shard))
+                            .c_str()));
+    });
+    const auto b_lease =
+        store.acquire_lease_in_shard(agent, "b", shard_lease{shard, "b", a_shard.epoch + 1}, wall_clock_ms(), 1h);
+    REQUIRE(b_lease);
+    t.append(note(2), 2, ids);
+    CHECK(store.append_fenced(t, 1, *a_lease).error().type == "fenced");
+  }
+}
