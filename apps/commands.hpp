@@ -45,4 +45,12 @@ CLI::App* add_conversations_command(CLI::App& app, store_command_options& o);
 int run_threads(const store_command_options& o);
 int run_conversations(const store_command_options& o);
 
+// troupe cluster status --cluster URI [--json]
+struct cluster_command_options {
+  std::string cluster;  // the cluster's PostgreSQL database
+  bool json = false;
+};
+CLI::App* add_cluster_command(CLI::App& app, cluster_command_options& o);
+int run_cluster(const cluster_command_options& o);
+
 }  // namespace troupe::cli

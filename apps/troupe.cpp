@@ -6,6 +6,7 @@
 //   troupe threads list|show ID|fork ID --at SEQ|delete ID [--store URI] [--json]
 //   troupe conversations list --user U|show ID|trace ID|archive ID|delete ID [--store URI] [--json]
 //   troupe serve --config FILE [--listen HOST:PORT]   the agents behind an HTTP API
+//   troupe cluster status --cluster URI [--json]       a cluster's nodes and shards
 
 #include "apps/commands.hpp"
 #include "apps/serve/serve_command.hpp"
@@ -88,6 +89,8 @@ int main(int argc, char** argv) {
   store_command_options threads_opts, conversations_opts;
   CLI::App* threads = add_threads_command(app, threads_opts);
   CLI::App* conversations = add_conversations_command(app, conversations_opts);
+  cluster_command_options cluster_opts;
+  CLI::App* cluster = add_cluster_command(app, cluster_opts);
 
   troupe::serve::serve_command_options serve_opts;
   CLI::App* serve = troupe::serve::add_serve_command(app, serve_opts);
@@ -111,6 +114,7 @@ int main(int argc, char** argv) {
     }
     if (threads->parsed()) return run_threads(threads_opts);
     if (conversations->parsed()) return run_conversations(conversations_opts);
+    if (cluster->parsed()) return run_cluster(cluster_opts);
     if (serve->parsed()) return troupe::serve::run_serve(serve_opts);
   } catch (const usage_error& e) {
     std::cerr << "troupe: " << e.what() << "\n";
