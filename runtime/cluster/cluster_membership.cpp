@@ -31,6 +31,7 @@ struct held_shard {
   std::uint64_t epoch = 0;
   bool draining = false;
   bool drained = false;
+  std::chrono::steady_clock::time_point drain_started{};
 };
 
 // A hook to call once the round's state is written, outside the lock.
@@ -159,6 +160,12 @@ struct cluster_membership::state : std::enable_shared_from_this<cluster_membersh
              "WHERE state <> 'dead' AND heartbeat_at < now() - $1::bigint * interval '1 millisecond'",
              {ms(o.dead_after)}),
          "declare silent nodes dead");
+    must(c,
+         run(c,
+             "DELETE FROM troupe_nodes "
+             "WHERE state = 'dead' AND heartbeat_at < now() - $1::bigint * interval '1 millisecond'",
+             {ms(o.forget_dead_after)}),
+         "forget long dead nodes");
     renew(c, due);
     const std::vector<node_info> nodes = cluster::read_nodes(c);
     const std::vector<shard_info> table = cluster::read_shards(c);
@@ -254,13 +261,16 @@ struct cluster_membership::state : std::enable_shared_from_this<cluster_membersh
     std::size_t keeping = 0;
     {
       std::lock_guard lock(mutex);
+      const steady::time_point now = steady::now();
       for (auto& [shard, h] : held)
-        if (h.drained) to_release.emplace_back(shard, h.epoch);
+        if (h.drained || (h.draining && now - h.drain_started >= o.drain_timeout))
+          to_release.emplace_back(shard, h.epoch);
       for (const auto& [shard, h] : held) keeping += h.draining ? 0 : 1;
       // The surplus, from the highest shard down, is drained.
       for (auto it = held.rbegin(); it != held.rend() && keeping > target; ++it) {
         if (it->second.draining) continue;
         it->second.draining = true;
+        it->second.drain_started = now;
         --keeping;
         if (hooks.drain) {
           due.push_back(drain_hook(it->first, it->second.epoch));

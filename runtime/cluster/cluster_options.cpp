@@ -18,6 +18,8 @@ void validate(const cluster_options& o) {
   if (o.shard_lease_ttl <= o.heartbeat_interval)
     refuse("cluster: the shard lease ttl (" + std::to_string(o.shard_lease_ttl.count()) +
            " ms) must be longer than the heartbeat interval (" + std::to_string(o.heartbeat_interval.count()) + " ms)");
+  if (o.drain_timeout.count() <= 0) refuse("cluster: the drain timeout must be positive");
+  if (o.forget_dead_after < o.dead_after) refuse("cluster: forget_dead_after must not be shorter than dead_after");
   if (o.statement_timeout.count() <= 0) refuse("cluster: the statement timeout must be positive");
 }
 

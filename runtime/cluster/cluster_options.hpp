@@ -29,6 +29,12 @@ struct cluster_options {
   std::chrono::milliseconds dead_after{10'000};
   // A shard lease not renewed within this runs out; renewed every heartbeat.
   std::chrono::milliseconds shard_lease_ttl{15'000};
+  // A drain that has not answered within this is taken as done: the shard
+  // is given up all the same (the next grant revokes its thread leases, so
+  // whatever still runs for it can commit nothing more).
+  std::chrono::milliseconds drain_timeout{30'000};
+  // A dead node's row is deleted this long after its last heartbeat.
+  std::chrono::milliseconds forget_dead_after{std::chrono::hours(1)};
   // Recorded with the node; the transport refuses a peer of another build.
   std::string build_id;
   // The membership's own connection: a server that does not answer must not

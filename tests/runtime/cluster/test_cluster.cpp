@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <set>
@@ -387,4 +388,36 @@ TEST_CASE("a stale holder's commits are refused as fenced once its shard is take
     t.append(note(2), 2, ids);
     CHECK(store.append_fenced(t, 1, *a_lease).error().type == "fenced");
   }
+}
+
+TEST_CASE("a drain that never answers gives its shard up after the drain timeout") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  std::atomic<int> drains{0};
+  cluster_hooks stuck;
+  stuck.drain = [&](const shard_lease&, std::function<void()>) { ++drains; };  // never drained
+  cluster_options o = node(db, "a");
+  o.drain_timeout = 300ms;
+  cluster_membership a(o, stuck);
+  REQUIRE(eventually([&] { return shares_are({&a}, {8}); }));
+  cluster_membership b(node(db, "b"));
+  REQUIRE(eventually([&] { return shares_are({&a, &b}, {4, 4}); }));
+  CHECK(drains == 4);
+}
+
+TEST_CASE("a dead node's row is forgotten forget_dead_after past its last heartbeat") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  cluster_membership a(node(db, "a"));
+  cluster_options o = node(db, "b");
+  o.forget_dead_after = 1500ms;
+  cluster_membership b(o);
+  REQUIRE(eventually([&] { return shares_are({&a, &b}, {4, 4}); }));
+  a.halt();
+  REQUIRE(eventually([&] {
+    const auto nodes = b.nodes();
+    const node_info* n = find_node(nodes, "a");
+    return n && n->state == node_state::dead;
+  }));
+  REQUIRE(eventually([&] { return !find_node(b.nodes(), "a"); }));
 }
