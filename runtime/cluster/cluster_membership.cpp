@@ -98,6 +98,8 @@ struct cluster_membership::state : std::enable_shared_from_this<cluster_membersh
     pthread_setname_np(pthread_self(), "troupe.cluster");
     std::unique_lock lock(mutex);
     while (!stopping) {
+      // Rounds start an interval apart, however long one takes.
+      const steady::time_point started = steady::now();
       lock.unlock();
       std::vector<pending_hook> hooks_due;
       std::optional<std::string> failed;
@@ -114,7 +116,7 @@ struct cluster_membership::state : std::enable_shared_from_this<cluster_membersh
       lock.lock();
       ++rounds;
       round_done.notify_all();
-      wake.wait_for(lock, o.heartbeat_interval, [&] { return stopping || early; });
+      wake.wait_until(lock, started + o.heartbeat_interval, [&] { return stopping || early; });
       early = false;
     }
   }
