@@ -2,6 +2,7 @@
 // PostgreSQL. Skipped, visibly, without a server.
 
 #include "runtime/cluster/cluster_membership.hpp"
+#include "support/cluster_nodes.hpp"
 #include "support/store_backends.hpp"
 #include "support/store_cases.hpp"
 #include "support/troupe_command.hpp"
@@ -20,15 +21,9 @@ using namespace std::chrono_literals;
 namespace {
 
 cluster_options node(const postgres_backend& db, const std::string& id) {
-  cluster_options o;
-  o.conninfo = db.uri();
-  o.node_id = id;
+  cluster_options o = test_node(db.uri(), id, 4);
   o.address = "127.0.0.1:" + std::string(id == "a" ? "7001" : "7002");
   o.build_id = "b1";
-  o.shards = 4;
-  o.heartbeat_interval = 50ms;
-  o.dead_after = 400ms;
-  o.shard_lease_ttl = 600ms;
   return o;
 }
 

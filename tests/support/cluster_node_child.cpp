@@ -9,6 +9,7 @@
 #include "runtime/clock.hpp"
 #include "runtime/cluster/cluster_membership.hpp"
 #include "runtime/store/postgres/postgres_store.hpp"
+#include "support/cluster_nodes.hpp"
 #include "thread/id_source.hpp"
 
 #include <cstdio>
@@ -32,14 +33,7 @@ class counting_ids final : public id_source {
 
 int main(int argc, char** argv) {
   if (argc != 3) return 2;
-  cluster_options o;
-  o.conninfo = argv[1];
-  o.node_id = argv[2];
-  o.address = "127.0.0.1:7001";
-  o.shards = 8;
-  o.heartbeat_interval = 50ms;
-  o.dead_after = 400ms;
-  o.shard_lease_ttl = 600ms;
+  const cluster_options o = testing::test_node(argv[1], argv[2]);
   cluster_membership node(o);
   postgres_store store(argv[1]);
   const std::string agent = "agent-1";

@@ -8,6 +8,7 @@
 #include "runtime/clock.hpp"
 #include "runtime/cluster/cluster_membership.hpp"
 #include "runtime/cluster/shard_of.hpp"
+#include "support/cluster_nodes.hpp"
 #include "support/store_backends.hpp"
 #include "support/store_cases.hpp"
 
@@ -29,16 +30,7 @@ namespace {
 constexpr std::uint32_t test_shards = 8;
 
 cluster_options node(const postgres_backend& db, const std::string& id, std::uint32_t shards = test_shards) {
-  cluster_options o;
-  o.conninfo = db.uri();
-  o.node_id = id;
-  o.address = id + ".test:7000";
-  o.build_id = "test-build";
-  o.shards = shards;
-  o.heartbeat_interval = 50ms;
-  o.dead_after = 400ms;
-  o.shard_lease_ttl = 600ms;
-  return o;
+  return test_node(db.uri(), id, shards);
 }
 
 // Polls `done` until it holds or `timeout` passes (a condition, not a spell).

@@ -5,6 +5,7 @@
 
 #include "runtime/clock.hpp"
 #include "runtime/cluster/cluster_membership.hpp"
+#include "support/cluster_nodes.hpp"
 #include "support/store_backends.hpp"
 #include "support/store_cases.hpp"
 
@@ -78,13 +79,7 @@ TEST_CASE("a node killed with SIGKILL loses its shards to the survivor, and its 
     REQUIRE(word == "ready");
   }
 
-  cluster_options o;
-  o.conninfo = db.uri();
-  o.node_id = "b-survivor";
-  o.shards = 8;
-  o.heartbeat_interval = 50ms;
-  o.dead_after = 400ms;
-  o.shard_lease_ttl = 600ms;
+  const cluster_options o = test_node(db.uri(), "b-survivor");
   cluster_membership survivor(o);
   // The victim, first by id, keeps its lowest shards, agent-1's among them.
   const std::uint32_t shard = survivor.shard_of("agent-1");
