@@ -51,6 +51,7 @@ struct cluster_membership::state : std::enable_shared_from_this<cluster_membersh
   std::map<std::uint32_t, held_shard> held;
   std::unordered_map<std::uint32_t, shard_location> located;
   std::uint64_t rounds = 0;
+  cluster_counters counted;  // rounds aside, under `mutex` too
   bool stopping = false;
   bool stopped = false;
   bool leaving = false;
@@ -106,6 +107,7 @@ struct cluster_membership::state : std::enable_shared_from_this<cluster_membersh
       if (auto thrown = thrown_by([&] { round(hooks_due); })) failed = *thrown;
       lock.lock();
       last_error = failed;
+      if (failed) ++counted.failed_rounds;
       if (failed && steady::now() >= valid_until && !held.empty()) {
         // Unreachable past the lease: another node may hold these by now.
         for (const auto& [shard, h] : held) hooks_due.push_back(lost_hook(shard, h.epoch));
@@ -121,12 +123,15 @@ struct cluster_membership::state : std::enable_shared_from_this<cluster_membersh
     }
   }
 
+  // Made with `mutex` held, as the other two.
   pending_hook lost_hook(std::uint32_t shard, std::uint64_t epoch) {
+    ++counted.lost;
     return [this, lease = shard_lease{shard, o.node_id, epoch}] {
       if (hooks.lost) hooks.lost(lease);
     };
   }
   pending_hook acquired_hook(std::uint32_t shard, std::uint64_t epoch) {
+    ++counted.acquired;
     return [this, lease = shard_lease{shard, o.node_id, epoch}] {
       if (hooks.acquired) hooks.acquired(lease);
     };
@@ -291,6 +296,7 @@ struct cluster_membership::state : std::enable_shared_from_this<cluster_membersh
            "release shard " + std::to_string(shard));
       std::lock_guard lock(mutex);
       held.erase(shard);
+      ++counted.released;
     }
     if (keeping >= target) return;
 
@@ -460,6 +466,13 @@ bool cluster_membership::wait_rounds(std::uint64_t more, std::chrono::millisecon
   const std::uint64_t target = s_->rounds + more;
   return s_->round_done.wait_for(lock, timeout, [&] { return s_->stopped || s_->rounds >= target; }) &&
          s_->rounds >= target;
+}
+
+cluster_counters cluster_membership::counters() const {
+  std::lock_guard lock(s_->mutex);
+  cluster_counters out = s_->counted;
+  out.rounds = s_->rounds;
+  return out;
 }
 
 std::optional<std::string> cluster_membership::last_error() const {

@@ -47,6 +47,15 @@ struct cluster_hooks {
   std::function<void(const shard_lease&)> lost;
 };
 
+// What a node's membership has done since it joined, for its metrics.
+struct cluster_counters {
+  std::uint64_t rounds = 0;
+  std::uint64_t failed_rounds = 0;  // a statement failed; its round stopped there
+  std::uint64_t acquired = 0;       // shards granted to this node
+  std::uint64_t released = 0;       // shards given up after a drain
+  std::uint64_t lost = 0;           // shards taken, run out, or dropped on being declared dead
+};
+
 class cluster_membership {
  public:
   // Validates the options, connects, migrates the schema, makes the cluster
@@ -89,6 +98,7 @@ class cluster_membership {
   // (false after `timeout`, or when the rounds stopped).
   std::uint64_t rounds() const;
   bool wait_rounds(std::uint64_t more, std::chrono::milliseconds timeout);
+  cluster_counters counters() const;
   // The last round's failure (a statement that failed), if it failed.
   std::optional<std::string> last_error() const;
 

@@ -413,3 +413,36 @@ TEST_CASE("a dead node's row is forgotten forget_dead_after past its last heartb
   }));
   REQUIRE(eventually([&] { return !find_node(b.nodes(), "a"); }));
 }
+
+TEST_CASE("a live node declared dead drops its shards, joins again and takes them under new epochs") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  std::mutex m;
+  std::vector<shard_lease> lost;
+  cluster_hooks h;
+  h.lost = [&](const shard_lease& l) {
+    std::lock_guard lock(m);
+    lost.push_back(l);
+  };
+  cluster_membership a(node(db, "a"), h);
+  REQUIRE(eventually([&] { return shares_are({&a}, {8}); }));
+  const std::vector<shard_lease> before = a.shards_held();
+  // As a survivor would judge a node paused past dead_after.
+  db.sql([](PGconn* c) { PQclear(PQexec(c, "UPDATE troupe_nodes SET state = 'dead' WHERE id = 'a'")); });
+  REQUIRE(eventually([&] {
+    std::lock_guard lock(m);
+    return lost.size() == 8;
+  }));
+  REQUIRE(eventually([&] { return shares_are({&a}, {8}); }));
+  for (const shard_lease& l : before) CHECK(held(a, l.shard)->epoch > l.epoch);
+  // Joining again, then active from its next heartbeat.
+  CHECK(eventually([&] {
+    const auto nodes = a.nodes();
+    return find_node(nodes, "a") && find_node(nodes, "a")->state == node_state::active;
+  }));
+  const cluster_counters counted = a.counters();
+  CHECK(counted.lost == 8);
+  CHECK(counted.acquired == 16);
+  CHECK(counted.released == 0);
+  CHECK(counted.failed_rounds == 0);
+}
