@@ -89,6 +89,10 @@ std::vector<open_approval> request::pending() const {
 }
 
 void request::cancel(std::string reason) const {
+  if (state_->cancel_elsewhere) {
+    state_->cancel_elsewhere(std::move(reason));
+    return;
+  }
   auto rt = state_->rt.lock();
   if (!rt) return;
   auto impl = rt->impl.load();

@@ -55,6 +55,12 @@ inline constexpr const char* store_timeout = "store_timeout";  // the store did 
 // one writer per thread, across processes (runtime/store/thread_lease.hpp)
 inline constexpr const char* thread_owned_elsewhere = "thread_owned_elsewhere";
 inline constexpr const char* lease_lost = "lease_lost";
+// another node (actors/cluster/node.hpp): its connection dropped or it died
+// while a request ran there (or it could not be reached); it refused us
+// (authentication); it runs a different build, whose messages we cannot read
+inline constexpr const char* node_lost = "node_lost";
+inline constexpr const char* node_refused = "node_refused";
+inline constexpr const char* incompatible_build = "incompatible_build";
 // model calls (see runtime/llm/llm_errors.hpp for the HTTP ones)
 inline constexpr const char* provider_failed = "provider_failed";
 inline constexpr const char* network = "network";

@@ -18,6 +18,9 @@ struct request::state {
   std::function<void(const reply&)> on_reply;
   std::weak_ptr<agent::impl_ref> rt;
   std::chrono::milliseconds deadline{0};
+  // Set for a request another node runs (actors/cluster/node.hpp): cancel
+  // goes there instead of to a broker of this runtime.
+  std::function<void(std::string reason)> cancel_elsewhere;
 
   // Runs the callbacks with the reply and publishes it; only the first call
   // does anything, unless it was a paused reply: the request's end (a
