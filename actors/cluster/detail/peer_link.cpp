@@ -1,0 +1,240 @@
+// A node's link to another node: every request this node sends there goes
+// through it. It connects on the first ask (CAF's middleman, which refuses
+// a node of another build), checks that the other node knows the secret
+// and proves that it does, then sends the asks it queued meanwhile. Events
+// that come back drive the requests' callbacks, as a broker's do locally.
+// When the connection drops, every request that ran there ends with
+// node_lost; the next ask connects again.
+
+#include "actors/cluster/detail/handshake.hpp"
+#include "actors/cluster/detail/node_impl.hpp"
+#include "actors/cluster/detail/wire.hpp"
+#include "actors/detail/protocols.hpp"
+#include "actors/detail/request_state.hpp"
+
+#include <unordered_map>
+
+namespace troupe {
+
+namespace {
+
+using namespace wire;
+
+using state_ptr = std::shared_ptr<request::state>;
+
+struct outgoing {
+  ask_envelope envelope;
+  state_ptr state;
+};
+
+struct running_request {
+  state_ptr state;
+  bool paused = false;  // its paused reply is out; only a cancel can end it now
+};
+
+struct link_state {
+  enum phase_t { idle, connecting, ready } phase = idle;
+  caf::actor gateway;
+  std::vector<outgoing> queued;  // while connecting
+  std::unordered_map<std::uint64_t, running_request> running;
+  static inline const char* name = "troupe_peer_link";
+};
+
+using link_actor = caf::stateful_actor<link_state>;
+
+reply failure(const state_ptr& s, const char* type, std::string message) {
+  return reply{s->id, error_info::of(type, std::move(message)), {}, 0};
+}
+
+caf::behavior peer_link(link_actor* self, peer_settings settings) {
+  const std::string where = "the node at " + settings.address.to_string();
+
+  // Ends the request `key` with `r` (a final reply removes it; a paused one
+  // keeps it for a cancel).
+  auto settle = [self](std::uint64_t key, reply r) {
+    auto& st = self->state;
+    auto it = st.running.find(key);
+    if (it == st.running.end()) return;
+    const bool paused = r.paused();
+    auto s = it->second.state;
+    if (paused)
+      it->second.paused = true;
+    else
+      st.running.erase(it);
+    s->settle(std::move(r));
+  };
+  // Ends every request that went (or was going) to the other node.
+  auto fail_all = [self, settle](const char* type, const std::string& message, bool also_paused) {
+    auto& st = self->state;
+    auto queued = std::move(st.queued);
+    st.queued.clear();
+    for (auto& o : queued) o.state->settle(failure(o.state, type, message));
+    std::vector<std::uint64_t> keys;
+    for (auto& [key, r] : st.running)
+      if (!r.paused || also_paused) keys.push_back(key);
+    for (auto key : keys) settle(key, failure(st.running.at(key).state, type, message));
+    // Paused requests cannot be cancelled there any more: their handles keep the paused reply.
+    st.running.clear();
+  };
+  auto disconnect = [self] {
+    auto& st = self->state;
+    if (st.gateway) self->demonitor(st.gateway);
+    st.gateway = caf::actor();
+    st.phase = link_state::idle;
+  };
+  auto send_ask = [self, settle, settings, where](outgoing o) {
+    auto& st = self->state;
+    const std::uint64_t key = o.envelope.key;
+    st.running.insert_or_assign(key, running_request{std::move(o.state)});
+    self->request(st.gateway, settings.connect_timeout, rask_atom::value, std::move(o.envelope))
+        .then(
+            [self, settle, key, settings](std::string& type, std::string& message, std::int64_t deadline_ms) {
+              auto& st = self->state;
+              auto it = st.running.find(key);
+              if (it == st.running.end()) return;
+              if (!type.empty()) {
+                settle(key, failure(it->second.state, type.c_str(), std::move(message)));
+                return;
+              }
+              self->delayed_send(self, std::chrono::milliseconds(deadline_ms) + settings.reply_grace,
+                                 timeout_atom::value, key);
+            },
+            [self, settle, key, where](caf::error& e) {
+              auto it = self->state.running.find(key);
+              if (it == self->state.running.end()) return;
+              settle(key, failure(it->second.state, error_type::node_lost,
+                                  where + " did not take the request: " + self->system().render(e)));
+            });
+  };
+  auto refuse = [fail_all, disconnect](const std::string& why) {
+    disconnect();
+    fail_all(error_type::node_refused, why, false);
+  };
+  auto connection_failed = [self, fail_all, disconnect, settings, where](const caf::error& e) {
+    disconnect();
+    if (e == caf::sec::incompatible_application_ids)
+      fail_all(error_type::incompatible_build,
+               where + " runs another build of troupe (this one is \"" + settings.build_id +
+                   "\"): nodes of different builds cannot read each other's messages",
+               false);
+    else
+      fail_all(error_type::node_lost, "cannot reach " + where + ": " + self->system().render(e), false);
+  };
+  auto flush = [self, send_ask] {
+    auto queued = std::move(self->state.queued);
+    self->state.queued.clear();
+    for (auto& o : queued) send_ask(std::move(o));
+  };
+  // Connect, check the other node's proof, send ours, then the queued asks.
+  auto connect = [self, settings, where, refuse, connection_failed, flush] {
+    auto& st = self->state;
+    st.phase = link_state::connecting;
+    auto mm = self->system().middleman().actor_handle();
+    self->request(mm, settings.connect_timeout, caf::connect_atom::value, settings.address.host, settings.address.port)
+        .then(
+            [=](const caf::node_id&, caf::strong_actor_ptr& gateway, const std::set<std::string>&) {
+              if (!gateway) {
+                connection_failed(caf::make_error(caf::sec::no_actor_published_at_port));
+                return;
+              }
+              self->state.gateway = caf::actor_cast<caf::actor>(gateway);
+              self->monitor(self->state.gateway);
+              auto ours = handshake::nonce();
+              self->request(self->state.gateway, settings.connect_timeout, hello_atom::value, ours)
+                  .then(
+                      [=](std::string& theirs, std::string& their_proof) {
+                        if (!handshake::same(their_proof, handshake::gateway_proof(settings.secret, ours, theirs))) {
+                          refuse(where + " does not know this cluster's secret");
+                          return;
+                        }
+                        self->request(self->state.gateway, settings.connect_timeout, proof_atom::value,
+                                      handshake::caller_proof(settings.secret, ours, theirs))
+                            .then(
+                                [=](bool accepted) {
+                                  if (!accepted) {
+                                    refuse(where + " refused this node: it does not share the cluster's secret");
+                                    return;
+                                  }
+                                  self->state.phase = link_state::ready;
+                                  flush();
+                                },
+                                connection_failed);
+                      },
+                      connection_failed);
+            },
+            connection_failed);
+  };
+
+  self->set_down_handler([self, where, fail_all, disconnect](caf::down_msg& down) {
+    if (down.source != self->state.gateway) return;
+    disconnect();
+    fail_all(error_type::node_lost, "lost the connection to " + where + " (" + self->system().render(down.reason) + ")",
+             false);
+  });
+
+  return {
+      [self, connect, send_ask](rask_atom, ask_envelope& envelope, state_ptr& state) {
+        auto& st = self->state;
+        outgoing o{std::move(envelope), std::move(state)};
+        if (st.phase == link_state::ready) {
+          send_ask(std::move(o));
+          return;
+        }
+        st.queued.push_back(std::move(o));
+        if (st.phase == link_state::idle) connect();
+      },
+      [self, settle](rcancel_atom, std::uint64_t key, std::string& reason) {
+        auto& st = self->state;
+        for (auto it = st.queued.begin(); it != st.queued.end(); ++it)
+          if (it->envelope.key == key) {
+            auto s = std::move(it->state);
+            st.queued.erase(it);
+            s->settle(failure(s, error_type::cancelled, std::move(reason)));
+            return;
+          }
+        if (st.running.count(key) && st.gateway) self->send(st.gateway, rcancel_atom::value, key, std::move(reason));
+      },
+      [self, settle](revent_atom, event_envelope& e) {
+        auto& st = self->state;
+        auto it = st.running.find(e.key);
+        if (it == st.running.end()) return;
+        if (auto* end = std::get_if<request_finished_event>(&e.event)) {
+          settle(e.key, std::move(end->result));
+          return;
+        }
+        auto s = it->second.state;
+        if (!s->on_event) return;
+        if (auto thrown = s->notify(e.event)) {
+          st.running.erase(it);
+          s->settle(reply{s->id,
+                          error_info::of(error_type::callback_failed, "a callback of the request threw: " + *thrown),
+                          {},
+                          0});
+          if (st.gateway)
+            self->send(st.gateway, rcancel_atom::value, e.key, std::string("a callback of the request threw"));
+        }
+      },
+      [self, settle, where](timeout_atom, std::uint64_t key) {
+        auto& st = self->state;
+        auto it = st.running.find(key);
+        if (it == st.running.end() || it->second.paused) return;
+        if (st.gateway) self->send(st.gateway, rcancel_atom::value, key, std::string("no end within the deadline"));
+        settle(key, failure(it->second.state, error_type::node_lost,
+                            where + " said nothing of the request's end within its deadline"));
+      },
+      [self, fail_all, disconnect](shutdown_atom) {
+        fail_all(error_type::shutdown, "the node is closed", true);
+        disconnect();
+        self->quit();
+        return true;
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_peer_link(caf::actor_system& sys, peer_settings settings) {
+  return sys.spawn(peer_link, std::move(settings));
+}
+
+}  // namespace troupe

@@ -1,0 +1,303 @@
+// Two runtimes as two nodes on loopback: a remote ask is a local ask that
+// travels (the same events, reply and errors; cancel and the trace context
+// go with it), and what a local ask never meets ends with a typed error:
+// a node killed mid-request (node_lost), a node without the secret
+// (node_refused), a node of another build (incompatible_build).
+
+#include "actors/cluster/detail/wire.hpp"
+#include "actors/cluster/node.hpp"
+#include "actors/detail/runtime_impl.hpp"
+#include "support/runtime_harness.hpp"
+
+#include <caf/io/all.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <mutex>
+
+using namespace troupe;
+using namespace troupe::testing;
+
+namespace {
+
+const std::string secret = "correct horse battery staple";
+
+// The same conversation every time: a tool call, then an answer in three deltas.
+std::shared_ptr<scripted_provider> scripted(std::atomic<int>* calls = nullptr) {
+  return std::make_shared<scripted_provider>([calls](const llm_stream& s) {
+    if (calls) ++*calls;
+    if (s.messages.back().role == "tool") {
+      scripted_reply r = scripted_reply::text("", token_usage{30, 3});
+      r.chunks = {"The sum ", "is ", "5."};
+      return r;
+    }
+    return scripted_reply::tools({call("c1", "add", {{"a", 2}, {"b", 3}})}, token_usage{20, 5});
+  });
+}
+
+tool adder() {
+  return make_tool("add", [](const boost::json::object& a, const tool_context&) {
+    return boost::json::value(a.at("a").as_int64() + a.at("b").as_int64());
+  });
+}
+
+// A runtime with one agent "helper" that uses the adder.
+struct peer_runtime {
+  explicit peer_runtime(std::shared_ptr<llm_provider> model, std::shared_ptr<telemetry_sink> sink = nullptr)
+      : rt({.provider = std::move(model), .telemetry = sink ? sink : std::make_shared<log_sink>(false)}) {
+    rt.tools().add(adder());
+    rt.spawn_agent({.id = "helper", .model = "m", .tools = {"add"}});
+  }
+  runtime rt;
+};
+
+// Collects a request's stream events, serialised as they would cross: equal
+// bytes, equal events.
+struct event_log {
+  std::mutex mutex;
+  std::vector<std::vector<char>> events;
+  std::vector<std::size_t> kinds;
+
+  ask_options options(std::string request_id) {
+    ask_options o;
+    o.request_id = std::move(request_id);
+    o.on_event = [this](const stream_event& e) {
+      wire::event_envelope copy{0, e};
+      std::vector<char> bytes;
+      caf::binary_serializer sink{nullptr, bytes};
+      REQUIRE(!sink(copy));
+      std::lock_guard lock(mutex);
+      events.push_back(std::move(bytes));
+      kinds.push_back(e.index());
+    };
+    return o;
+  }
+};
+
+node_options caller_options(std::string s = secret) { return node_options{.secret = std::move(s)}; }
+node_options listening(std::string s = secret) { return node_options{.secret = std::move(s), .listen_port = 0}; }
+
+}  // namespace
+
+TEST_CASE("a remote ask streams the same events and reply as a local ask", "[cluster]") {
+  peer_runtime local(scripted());
+  event_log here;
+  const reply local_reply = must_reply(local.rt.find_agent("helper")->ask("2 + 3?", here.options("r1")));
+
+  peer_runtime far(scripted());
+  node server(far.rt, listening());
+  runtime caller_rt({.provider = scripted()});
+  node caller(caller_rt, caller_options());
+  event_log there;
+  const reply remote_reply =
+      must_reply(caller.agent_at(*server.address(), "helper").ask("2 + 3?", there.options("r1")));
+
+  CHECK(answer_of(remote_reply) == "The sum is 5.");
+  CHECK(remote_reply == local_reply);
+  CHECK(there.kinds == here.kinds);
+  CHECK(there.events == here.events);
+  CHECK(there.kinds.back() == 3);  // request_finished_event
+}
+
+TEST_CASE("a remote ask without on_event gets the reply and on_reply", "[cluster]") {
+  peer_runtime far(scripted());
+  node server(far.rt, listening());
+  runtime caller_rt({.provider = scripted()});
+  node caller(caller_rt, caller_options());
+  gate replied;
+  ask_options o;
+  o.on_reply = [&](const reply& r) {
+    if (r.ok()) replied.open();
+  };
+  const reply r = must_reply(caller.agent_at(*server.address(), "helper").ask("2 + 3?", o));
+  CHECK(answer_of(r) == "The sum is 5.");
+  CHECK(replied.wait());
+}
+
+TEST_CASE("a remote ask for an agent the node does not hold fails as a local one does", "[cluster]") {
+  peer_runtime far(scripted());
+  node server(far.rt, listening());
+  runtime caller_rt({.provider = scripted()});
+  node caller(caller_rt, caller_options());
+  ask_options o;
+  o.request_id = "r9";
+  const reply remote = must_reply(caller.agent_at(*server.address(), "nobody").ask("hi", o));
+  const reply local = must_reply(far.rt.internals().ask("nobody", "hi", o));
+  CHECK(error_type_of(remote) == error_type::not_found);
+  CHECK(remote == local);
+}
+
+TEST_CASE("cancelling a remote request cancels it on the node that runs it", "[cluster]") {
+  gate started, release;
+  std::atomic<int> tool_runs{0};
+  auto model = std::make_shared<scripted_provider>([](const llm_stream& s) {
+    if (s.messages.back().role == "tool") return scripted_reply::text("finished");
+    return scripted_reply::tools({call("c1", "block")});
+  });
+  runtime far({.provider = model, .telemetry = std::make_shared<log_sink>(false)});
+  far.tools().add(make_tool("block", [&](const boost::json::object&, const tool_context&) {
+    ++tool_runs;
+    release.wait();
+    return boost::json::value("late");
+  }));
+  far.spawn_agent({.id = "helper", .model = "m", .tools = {"block"}});
+  node server(far, listening());
+  runtime caller_rt({.provider = model});
+  node caller(caller_rt, caller_options());
+
+  ask_options o;
+  o.on_event = [&](const stream_event& e) {
+    if (std::holds_alternative<tool_started_event>(e)) started.open();
+  };
+  request r = caller.agent_at(*server.address(), "helper").ask("go", o);
+  REQUIRE(started.wait());
+  r.cancel("the caller changed its mind");
+  const reply got = must_reply(r);
+  release.open();
+  CHECK(error_type_of(got) == error_type::cancelled);
+  CHECK(std::get<error_info>(got.outcome).message == "the caller changed its mind");
+  CHECK(tool_runs == 1);
+}
+
+TEST_CASE("a node killed mid-request ends the request with node_lost at once", "[cluster]") {
+  int out[2];
+  REQUIRE(::pipe(out) == 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out[1], STDOUT_FILENO);
+    ::close(out[0]);
+    ::execl(TROUPE_CLUSTER_PEER_CHILD, TROUPE_CLUSTER_PEER_CHILD, secret.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  std::string line;
+  char c = 0;
+  while (::read(out[0], &c, 1) == 1 && c != '\n') line.push_back(c);
+  ::close(out[0]);
+  REQUIRE(line.rfind("port ", 0) == 0);
+  const auto port = static_cast<std::uint16_t>(std::stoi(line.substr(5)));
+
+  runtime caller_rt({.provider = scripted()});
+  node caller(caller_rt, caller_options());
+  gate started;
+  ask_options o;
+  o.on_event = [&](const stream_event& e) {
+    if (std::holds_alternative<tool_started_event>(e)) started.open();
+  };
+  request r = caller.agent_at({"127.0.0.1", port}, "slow").ask("go", o);
+  REQUIRE(started.wait());
+  ::kill(pid, SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const reply got = must_reply(r);
+  const auto took = std::chrono::steady_clock::now() - killed;
+  CHECK(error_type_of(got) == error_type::node_lost);
+  CHECK(std::get<error_info>(got.outcome).message.find("127.0.0.1:" + std::to_string(port)) != std::string::npos);
+  // Long before the request's deadline (ten minutes) or the reply grace (ten seconds).
+  CHECK(took < std::chrono::seconds(3));
+
+  // The next ask to the dead node fails too, at once, with the same type.
+  CHECK(error_type_of(must_reply(caller.agent_at({"127.0.0.1", port}, "slow").ask("again"))) == error_type::node_lost);
+}
+
+TEST_CASE("a node without the cluster's secret is refused and its asks reach no agent", "[cluster]") {
+  std::atomic<int> model_calls{0};
+  peer_runtime far(scripted(&model_calls));
+  node server(far.rt, listening());
+  runtime caller_rt({.provider = scripted()});
+  node intruder(caller_rt, caller_options("a guess"));
+  const reply r = must_reply(intruder.agent_at(*server.address(), "helper").ask("2 + 3?"));
+  CHECK(error_type_of(r) == error_type::node_refused);
+  CHECK(std::get<error_info>(r.outcome).message.find("secret") != std::string::npos);
+  CHECK(model_calls == 0);
+}
+
+TEST_CASE("the gateway refuses an ask from a node that skipped the handshake", "[cluster]") {
+  std::atomic<int> model_calls{0};
+  peer_runtime far(scripted(&model_calls));
+  node server(far.rt, listening());
+  // A bare CAF node of the same build that sends an ask straight away.
+  caf::actor_system_config cfg;
+  cfg.load<caf::io::middleman>();
+  wire::register_wire_types(cfg);
+  cfg.set("logger.console", caf::atom("none"));
+  cfg.set("middleman.app-identifiers", std::vector<std::string>{cluster_build_id()});
+  caf::actor_system sys{cfg};
+  auto gateway = sys.middleman().remote_actor("127.0.0.1", server.address()->port);
+  REQUIRE(gateway);
+  wire::ask_envelope ask;
+  ask.key = 1;
+  ask.agent_id = "helper";
+  ask.question = "2 + 3?";
+  ask.overrides = boost::json::object{};
+  std::string type;
+  {
+    caf::scoped_actor self{sys};
+    self->request(*gateway, patience, wire::rask_atom::value, ask)
+        .receive([&](std::string& t, std::string&, std::int64_t) { type = t; },
+                 [&](caf::error& e) { FAIL(sys.render(e)); });
+  }
+  CHECK(type == error_type::node_refused);
+  CHECK(model_calls == 0);
+}
+
+TEST_CASE("a node of another build cannot connect, and says so", "[cluster]") {
+  peer_runtime far(scripted());
+  node_options other = listening();
+  other.build_id = "troupe 0.0.0 wire 0 elsewhere";
+  node server(far.rt, other);
+  runtime caller_rt({.provider = scripted()});
+  node caller(caller_rt, caller_options());
+  const reply r = must_reply(caller.agent_at(*server.address(), "helper").ask("2 + 3?"));
+  CHECK(error_type_of(r) == error_type::incompatible_build);
+  CHECK(std::get<error_info>(r.outcome).message.find("another build") != std::string::npos);
+}
+
+namespace {
+
+// Keeps the trace ids of the spans a runtime ends.
+class span_recorder final : public telemetry_sink {
+ public:
+  void emit(const telemetry_event& e) override {
+    if (!e.span.valid()) return;
+    std::lock_guard lock(mutex_);
+    spans_.push_back(e.span);
+  }
+  bool records_spans() const override { return true; }
+  std::vector<span_context> spans() const {
+    std::lock_guard lock(mutex_);
+    return spans_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<span_context> spans_;
+};
+
+}  // namespace
+
+TEST_CASE("a remote ask carries the caller's trace context: the other node's spans join its trace", "[cluster]") {
+  auto spans = std::make_shared<span_recorder>();
+  peer_runtime far(scripted(), spans);
+  node server(far.rt, listening());
+  runtime caller_rt({.provider = scripted()});
+  node caller(caller_rt, caller_options());
+  ask_options o;
+  o.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  CHECK(answer_of(must_reply(caller.agent_at(*server.address(), "helper").ask("2 + 3?", o))) == "The sum is 5.");
+  const auto seen = spans->spans();
+  REQUIRE(!seen.empty());
+  for (const auto& s : seen) {
+    CHECK(s.trace_high == 0x4bf92f3577b34da6ull);
+    CHECK(s.trace_low == 0xa3ce929d0e0e4736ull);
+  }
+}
+
+TEST_CASE("a node needs a secret", "[cluster]") {
+  runtime rt({.provider = scripted()});
+  CHECK_THROWS_AS(node(rt, node_options{}), std::invalid_argument);
+}
