@@ -162,46 +162,89 @@ TEST_CASE("cancelling a remote request cancels it on the node that runs it", "[c
   CHECK(tool_runs == 1);
 }
 
-TEST_CASE("a node killed mid-request ends the request with node_lost at once", "[cluster]") {
-  int out[2];
-  REQUIRE(::pipe(out) == 0);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(out[1], STDOUT_FILENO);
-    ::close(out[0]);
-    ::execl(TROUPE_CLUSTER_PEER_CHILD, TROUPE_CLUSTER_PEER_CHILD, secret.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::close(out[1]);
-  std::string line;
-  char c = 0;
-  while (::read(out[0], &c, 1) == 1 && c != '\n') line.push_back(c);
-  ::close(out[0]);
-  REQUIRE(line.rfind("port ", 0) == 0);
-  const auto port = static_cast<std::uint16_t>(std::stoi(line.substr(5)));
+namespace {
 
+// A node in a child process (support/cluster_peer_child.cpp) whose agent
+// "slow" is stuck in a tool call once asked.
+struct child_node {
+  pid_t pid = -1;
+  std::uint16_t port = 0;
+
+  child_node() {
+    int out[2];
+    REQUIRE(::pipe(out) == 0);
+    pid = ::fork();
+    if (pid == 0) {
+      ::dup2(out[1], STDOUT_FILENO);
+      ::close(out[0]);
+      ::execl(TROUPE_CLUSTER_PEER_CHILD, TROUPE_CLUSTER_PEER_CHILD, secret.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    std::string line;
+    char c = 0;
+    while (::read(out[0], &c, 1) == 1 && c != '\n') line.push_back(c);
+    ::close(out[0]);
+    REQUIRE(line.rfind("port ", 0) == 0);
+    port = static_cast<std::uint16_t>(std::stoi(line.substr(5)));
+  }
+  ~child_node() { kill(); }
+  void kill() {
+    if (pid < 0) return;
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    pid = -1;
+  }
+  node_address address() const { return {"127.0.0.1", port}; }
+};
+
+ask_options open_on_tool_start(gate& g) {
+  ask_options o;
+  o.on_event = [&g](const stream_event& e) {
+    if (std::holds_alternative<tool_started_event>(e)) g.open();
+  };
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("a node killed mid-request ends the request with node_lost at once", "[cluster]") {
+  child_node peer;
   runtime caller_rt({.provider = scripted()});
   node caller(caller_rt, caller_options());
   gate started;
-  ask_options o;
-  o.on_event = [&](const stream_event& e) {
-    if (std::holds_alternative<tool_started_event>(e)) started.open();
-  };
-  request r = caller.agent_at({"127.0.0.1", port}, "slow").ask("go", o);
+  request r = caller.agent_at(peer.address(), "slow").ask("go", open_on_tool_start(started));
   REQUIRE(started.wait());
-  ::kill(pid, SIGKILL);
+  peer.kill();
   const auto killed = std::chrono::steady_clock::now();
-  int status = 0;
-  ::waitpid(pid, &status, 0);
   const reply got = must_reply(r);
   const auto took = std::chrono::steady_clock::now() - killed;
   CHECK(error_type_of(got) == error_type::node_lost);
-  CHECK(std::get<error_info>(got.outcome).message.find("127.0.0.1:" + std::to_string(port)) != std::string::npos);
+  CHECK(std::get<error_info>(got.outcome).message.find(peer.address().to_string()) != std::string::npos);
   // Long before the request's deadline (ten minutes) or the reply grace (ten seconds).
   CHECK(took < std::chrono::seconds(3));
 
   // The next ask to the dead node fails too, at once, with the same type.
-  CHECK(error_type_of(must_reply(caller.agent_at({"127.0.0.1", port}, "slow").ask("again"))) == error_type::node_lost);
+  CHECK(error_type_of(must_reply(caller.agent_at(peer.address(), "slow").ask("again"))) == error_type::node_lost);
+}
+
+TEST_CASE("a node that stops answering ends the request with node_lost after its deadline and grace", "[cluster]") {
+  child_node peer;
+  runtime caller_rt({.provider = scripted()});
+  node_options o = caller_options();
+  o.reply_grace = std::chrono::milliseconds(300);
+  node caller(caller_rt, o);
+  gate started;
+  ask_options ask = open_on_tool_start(started);
+  ask.deadline = std::chrono::milliseconds(300);
+  request r = caller.agent_at(peer.address(), "slow").ask("go", ask);
+  REQUIRE(started.wait());
+  // Frozen, not dead: the connection stays open, nothing more comes over it.
+  ::kill(peer.pid, SIGSTOP);
+  const reply got = must_reply(r);
+  CHECK(error_type_of(got) == error_type::node_lost);
+  CHECK(std::get<error_info>(got.outcome).message.find("deadline") != std::string::npos);
 }
 
 TEST_CASE("a node without the cluster's secret is refused and its asks reach no agent", "[cluster]") {
@@ -295,6 +338,51 @@ TEST_CASE("a remote ask carries the caller's trace context: the other node's spa
     CHECK(s.trace_high == 0x4bf92f3577b34da6ull);
     CHECK(s.trace_low == 0xa3ce929d0e0e4736ull);
   }
+}
+
+TEST_CASE("a remote decide continues a paused request as a local one does", "[cluster]") {
+  std::atomic<int> sends{0};
+  auto model = std::make_shared<scripted_provider>([](const llm_stream& s) {
+    if (s.messages.back().role == "tool") return scripted_reply::text("done: " + s.messages.back().content);
+    return scripted_reply::tools({call("s1", "send", {{"to", "bob"}})});
+  });
+  runtime far({.provider = model, .telemetry = std::make_shared<log_sink>(false)});
+  far.tools().add(make_tool("send", [&](const boost::json::object& a, const tool_context&) {
+    ++sends;
+    return boost::json::value("sent to " + std::string(a.at("to").as_string()));
+  }));
+  agent_spec spec{.id = "helper", .model = "m", .tools = {"send"}};
+  spec.approvals["send"] = approval_rule{approval_mode::always, {}, "sends an email", 3'600'000, verdict::reject};
+  far.spawn_agent(spec);
+  node server(far, listening());
+  runtime caller_rt({.provider = model});
+  node caller(caller_rt, caller_options());
+  remote_agent helper = caller.agent_at(*server.address(), "helper");
+
+  ask_options in_thread;
+  in_thread.thread_id = "t";
+  request asked = helper.ask("mail bob", in_thread);
+  const reply paused = must_reply(asked);
+  REQUIRE(paused.paused());
+  CHECK(asked.pending().size() == 1);
+  CHECK(paused.pending.front().tool_call_id == "s1");
+  CHECK(sends == 0);
+
+  std::vector<std::size_t> kinds;
+  std::mutex kinds_mutex;
+  ask_options decided = in_thread;
+  decided.on_event = [&](const stream_event& e) {
+    std::lock_guard lock(kinds_mutex);
+    kinds.push_back(e.index());
+  };
+  const reply done = must_reply(
+      helper.decide(decision{paused.request_id, "s1", verdict::approve, "", {}, "ana", "k1"}, decided));
+  CHECK(answer_of(done) == "done: sent to bob");
+  CHECK(sends == 1);
+  std::lock_guard lock(kinds_mutex);
+  REQUIRE(!kinds.empty());
+  CHECK(std::count(kinds.begin(), kinds.end(), 2) == 1);  // the send's tool_finished_event
+  CHECK(kinds.back() == 3);
 }
 
 TEST_CASE("a node needs a secret", "[cluster]") {
