@@ -129,8 +129,20 @@ caf::behavior gateway(gateway_actor* self, runtime::impl* rt, std::string secret
       },
       [self, finished](shutdown_atom) -> caf::result<bool> {
         auto& st = self->state;
-        for (auto& [caller, requests] : st.running)
-          for (auto& [key, r] : requests) r.cancel("the node that runs the request is closing");
+        // For the callers the node is lost (they may ask elsewhere): they hear
+        // so first, then the requests are cancelled here (their ends come too
+        // late to count).
+        const std::string why = "the node that ran the request closed";
+        for (auto& [caller, requests] : st.running) {
+          auto to = caf::actor_cast<caf::actor>(caller);
+          for (auto& [key, r] : requests) {
+            if (to)
+              self->send(to, revent_atom::value,
+                         event_envelope{key, request_finished_event{
+                                                 reply{r.id(), error_info::of(error_type::node_lost, why), {}, 0}}});
+            r.cancel(why);
+          }
+        }
         if (nothing_running(st)) return true;
         st.closing = self->make_response_promise();
         return *st.closing;

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <csignal>
 #include <mutex>
+#include <thread>
 
 using namespace troupe;
 using namespace troupe::testing;
@@ -247,6 +248,31 @@ TEST_CASE("a node that stops answering ends the request with node_lost after its
   CHECK(std::get<error_info>(got.outcome).message.find("deadline") != std::string::npos);
 }
 
+TEST_CASE("a node that closes ends the requests it runs for others with node_lost", "[cluster]") {
+  gate started, release;
+  auto model = std::make_shared<scripted_provider>([](const llm_stream& s) {
+    if (s.messages.back().role == "tool") return scripted_reply::text("finished");
+    return scripted_reply::tools({call("c1", "block")});
+  });
+  runtime far({.provider = model, .telemetry = std::make_shared<log_sink>(false)});
+  far.tools().add(make_tool("block", [&](const boost::json::object&, const tool_context&) {
+    release.wait();
+    return boost::json::value("late");
+  }));
+  far.spawn_agent({.id = "helper", .model = "m", .tools = {"block"}});
+  auto server = std::make_unique<node>(far, listening());
+  runtime caller_rt({.provider = model});
+  node caller(caller_rt, caller_options());
+  request r = caller.agent_at(*server->address(), "helper").ask("go", open_on_tool_start(started));
+  REQUIRE(started.wait());
+  std::thread closing([&] { server->close(); });
+  const reply got = must_reply(r);
+  release.open();
+  closing.join();
+  CHECK(error_type_of(got) == error_type::node_lost);
+  CHECK(std::get<error_info>(got.outcome).message == "the node that ran the request closed");
+}
+
 TEST_CASE("a node without the cluster's secret is refused and its asks reach no agent", "[cluster]") {
   std::atomic<int> model_calls{0};
   peer_runtime far(scripted(&model_calls));
@@ -375,8 +401,8 @@ TEST_CASE("a remote decide continues a paused request as a local one does", "[cl
     std::lock_guard lock(kinds_mutex);
     kinds.push_back(e.index());
   };
-  const reply done = must_reply(
-      helper.decide(decision{paused.request_id, "s1", verdict::approve, "", {}, "ana", "k1"}, decided));
+  const reply done =
+      must_reply(helper.decide(decision{paused.request_id, "s1", verdict::approve, "", {}, "ana", "k1"}, decided));
   CHECK(answer_of(done) == "done: sent to bob");
   CHECK(sends == 1);
   std::lock_guard lock(kinds_mutex);
