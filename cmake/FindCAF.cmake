@@ -1,11 +1,13 @@
 # Finds the C++ Actor Framework 0.17 as Debian's libcaf-dev ships it: headers
 # under <prefix>/include/caf and shared libraries, but no CMake package and no
-# pkg-config file. Defines the imported targets CAF::core and CAF::io.
+# pkg-config file. Defines the imported targets CAF::core and CAF::io, and
+# CAF::openssl when libcaf_openssl is there.
 include(FindPackageHandleStandardArgs)
 
 find_path(CAF_INCLUDE_DIR NAMES caf/config.hpp)
 find_library(CAF_CORE_LIBRARY NAMES caf_core)
 find_library(CAF_IO_LIBRARY NAMES caf_io)
+find_library(CAF_OPENSSL_LIBRARY NAMES caf_openssl)
 
 if(CAF_INCLUDE_DIR AND EXISTS "${CAF_INCLUDE_DIR}/caf/config.hpp")
   file(STRINGS "${CAF_INCLUDE_DIR}/caf/config.hpp" _caf_version_line
@@ -36,5 +38,11 @@ if(CAF_FOUND)
       IMPORTED_LOCATION "${CAF_IO_LIBRARY}"
       INTERFACE_LINK_LIBRARIES CAF::core)
   endif()
+  if(CAF_OPENSSL_LIBRARY AND NOT TARGET CAF::openssl)
+    add_library(CAF::openssl UNKNOWN IMPORTED)
+    set_target_properties(CAF::openssl PROPERTIES
+      IMPORTED_LOCATION "${CAF_OPENSSL_LIBRARY}"
+      INTERFACE_LINK_LIBRARIES CAF::io)
+  endif()
 endif()
-mark_as_advanced(CAF_INCLUDE_DIR CAF_CORE_LIBRARY CAF_IO_LIBRARY)
+mark_as_advanced(CAF_INCLUDE_DIR CAF_CORE_LIBRARY CAF_IO_LIBRARY CAF_OPENSSL_LIBRARY)

@@ -6,6 +6,9 @@
 #include "actors/detail/request_state.hpp"
 #include "runtime/random_ids.hpp"
 
+#include <caf/openssl/all.hpp>
+
+#include <fstream>
 #include <stdexcept>
 
 namespace troupe {
@@ -15,6 +18,11 @@ namespace {
 using namespace wire;
 
 std::string key_of(const node_address& a) { return a.to_string(); }
+
+void must_read(const std::string& path, const char* what) {
+  if (path.empty() || !std::ifstream(path))
+    throw std::invalid_argument("cannot read the node's TLS " + std::string(what) + " " + path);
+}
 
 }  // namespace
 
@@ -30,10 +38,24 @@ node::impl::impl(runtime::impl& r, node_options o) : options(std::move(o)), rt(r
   // set differs: builds that would misread each other's messages never talk.
   config.set("middleman.app-identifiers", std::vector<std::string>{options.build_id});
   config.set("middleman.heartbeat-interval", caf::timespan{options.heartbeat_interval});
+  if (options.tls) {
+    must_read(options.tls->certificate, "certificate");
+    must_read(options.tls->key, "key");
+    must_read(options.tls->ca_file, "CA file");
+    // With a CA file, CAF's OpenSSL layer asks the other side for a
+    // certificate that CA signed, on both ends of a connection.
+    config.load<caf::openssl::manager>();
+    config.openssl_certificate = options.tls->certificate;
+    config.openssl_key = options.tls->key;
+    config.openssl_cafile = options.tls->ca_file;
+    config.openssl_passphrase = options.tls->passphrase;
+  }
   system = std::make_unique<caf::actor_system>(config);
   gateway = spawn_gateway(*system, rt, options.secret, gate);
   if (options.listen_port) {
-    auto port = system->middleman().publish(gateway, *options.listen_port, options.listen_host.c_str(), true);
+    auto port = options.tls
+                    ? caf::openssl::publish(gateway, *options.listen_port, options.listen_host.c_str(), true)
+                    : system->middleman().publish(gateway, *options.listen_port, options.listen_host.c_str(), true);
     if (!port) {
       const std::string why = system->render(port.error());
       caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
@@ -54,8 +76,8 @@ caf::actor node::impl::link_to(const node_address& peer) {
   if (closed) return {};
   auto& link = links[key_of(peer)];
   if (!link)
-    link = spawn_peer_link(
-        *system, peer_settings{peer, options.secret, options.build_id, options.connect_timeout, options.reply_grace});
+    link = spawn_peer_link(*system, peer_settings{peer, options.secret, options.build_id, options.connect_timeout,
+                                                  options.reply_grace, options.tls.has_value()});
   return link;
 }
 

@@ -14,7 +14,8 @@
 // the request runs, and the request ends with node_lost, at once; a node
 // that answers nothing past the request's deadline (plus reply_grace) is
 // taken for lost too. Nodes prove to each other that they know the shared
-// secret before any ask is taken (HMAC-SHA256 challenges both ways), and
+// secret before any ask is taken (HMAC-SHA256 challenges both ways), may
+// also use TLS with certificates from the cluster's CA (node_tls), and
 // nodes of different builds cannot connect at all (incompatible_build):
 // their messages could not be read.
 
@@ -41,6 +42,16 @@ struct node_address {
   friend bool operator==(const node_address&, const node_address&) = default;
 };
 
+// TLS between nodes: every node has a certificate signed by the cluster's
+// CA, and takes (and reaches) only nodes whose certificate that CA signed.
+// Paths of PEM files, as a config file names them.
+struct node_tls {
+  std::string certificate;   // this node's certificate
+  std::string key;           // its private key
+  std::string ca_file;       // the cluster's CA certificate
+  std::string passphrase{};  // the key's, if it has one
+};
+
 struct node_options {
   // Shared by every node of the cluster; required (a node refuses to start
   // without one). Nodes that do not share it refuse each other.
@@ -61,6 +72,10 @@ struct node_options {
   // the operating system's TCP, or by the deadline above.
   std::chrono::milliseconds heartbeat_interval{1'000};
   std::size_t threads = 2;  // for the node's own actors
+  // Set: connections are TLS (CAF's OpenSSL layer), encrypted and
+  // authenticated by certificate, besides the secret's handshake. Nodes with
+  // and without TLS cannot talk.
+  std::optional<node_tls> tls{};
 };
 
 // An agent that another node holds, by id. Copies share the connection.
@@ -84,8 +99,8 @@ class remote_agent {
 
 class node {
  public:
-  // Throws std::invalid_argument without a secret, std::runtime_error when
-  // it cannot listen. The node must end before `rt` does.
+  // Throws std::invalid_argument without a secret or with a TLS file it
+  // cannot read, std::runtime_error when it cannot listen. The node must end before `rt` does.
   node(runtime& rt, node_options options);
   ~node();  // closes if that was not done
   node(const node&) = delete;

@@ -59,6 +59,7 @@ struct peer_settings {
   std::string build_id;
   std::chrono::milliseconds connect_timeout;
   std::chrono::milliseconds reply_grace;
+  bool tls = false;
 };
 
 // The actor that carries this node's requests to the node at one address:

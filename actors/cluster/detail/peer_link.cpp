@@ -12,6 +12,8 @@
 #include "actors/detail/protocols.hpp"
 #include "actors/detail/request_state.hpp"
 
+#include <caf/openssl/all.hpp>
+
 #include <unordered_map>
 
 namespace troupe {
@@ -117,6 +119,12 @@ caf::behavior peer_link(link_actor* self, peer_settings settings) {
                where + " runs another build of troupe (this one is \"" + settings.build_id +
                    "\"): nodes of different builds cannot read each other's messages",
                false);
+    else if (settings.tls && e == caf::sec::disconnect_during_handshake)
+      fail_all(error_type::node_refused,
+               "the TLS handshake with " + where +
+                   " failed: one of the two certificates is not signed by the cluster's CA, or that node does not "
+                   "use TLS",
+               false);
     else
       fail_all(error_type::node_lost, "cannot reach " + where + ": " + self->system().render(e), false);
   };
@@ -129,7 +137,8 @@ caf::behavior peer_link(link_actor* self, peer_settings settings) {
   auto connect = [self, settings, where, refuse, connection_failed, flush] {
     auto& st = self->state;
     st.phase = link_state::connecting;
-    auto mm = self->system().middleman().actor_handle();
+    auto mm =
+        settings.tls ? self->system().openssl_manager().actor_handle() : self->system().middleman().actor_handle();
     self->request(mm, settings.connect_timeout, caf::connect_atom::value, settings.address.host, settings.address.port)
         .then(
             [=](const caf::node_id&, caf::strong_actor_ptr& gateway, const std::set<std::string>&) {

@@ -411,6 +411,47 @@ TEST_CASE("a remote decide continues a paused request as a local one does", "[cl
   CHECK(kinds.back() == 3);
 }
 
+namespace {
+
+node_tls certificate(const std::string& name) {
+  const std::string dir = std::string(TROUPE_FIXTURES_DIR) + "/cluster-tls/";
+  return node_tls{dir + name + ".pem", dir + name + ".key", dir + "ca.pem"};
+}
+
+node_options with_tls(node_options o, const std::string& name) {
+  o.tls = certificate(name);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("nodes whose certificates the cluster's CA signed talk over TLS", "[cluster]") {
+  peer_runtime far(scripted());
+  node server(far.rt, with_tls(listening(), "node"));
+  runtime caller_rt({.provider = scripted()});
+  node caller(caller_rt, with_tls(caller_options(), "node"));
+  CHECK(answer_of(must_reply(caller.agent_at(*server.address(), "helper").ask("2 + 3?"))) == "The sum is 5.");
+}
+
+TEST_CASE("a node whose certificate another CA signed is refused, and its asks reach no agent", "[cluster]") {
+  std::atomic<int> model_calls{0};
+  peer_runtime far(scripted(&model_calls));
+  node server(far.rt, with_tls(listening(), "node"));
+  runtime caller_rt({.provider = scripted()});
+  node stranger(caller_rt, with_tls(caller_options(), "stranger"));
+  const reply r = must_reply(stranger.agent_at(*server.address(), "helper").ask("2 + 3?"));
+  CHECK(error_type_of(r) == error_type::node_refused);
+  CHECK(std::get<error_info>(r.outcome).message.find("TLS handshake") != std::string::npos);
+  CHECK(model_calls == 0);
+}
+
+TEST_CASE("a node refuses to start with a TLS file it cannot read", "[cluster]") {
+  runtime rt({.provider = scripted()});
+  node_options o = with_tls(listening(), "node");
+  o.tls->key = "/nonexistent/node.key";
+  CHECK_THROWS_WITH(node(rt, o), Catch::Contains("/nonexistent/node.key"));
+}
+
 TEST_CASE("a node needs a secret", "[cluster]") {
   runtime rt({.provider = scripted()});
   CHECK_THROWS_AS(node(rt, node_options{}), std::invalid_argument);
