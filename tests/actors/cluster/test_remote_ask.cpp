@@ -273,6 +273,21 @@ TEST_CASE("a node that closes ends the requests it runs for others with node_los
   CHECK(std::get<error_info>(got.outcome).message == "the node that ran the request closed");
 }
 
+TEST_CASE("an ask to an address where no node listens ends with node_lost", "[cluster]") {
+  std::uint16_t free_port = 0;
+  {
+    // A port that was free a moment ago: a node listened there and is gone.
+    peer_runtime gone(scripted());
+    node closed(gone.rt, listening());
+    free_port = closed.address()->port;
+  }
+  runtime caller_rt({.provider = scripted()});
+  node caller(caller_rt, caller_options());
+  const reply r = must_reply(caller.agent_at({"127.0.0.1", free_port}, "helper").ask("2 + 3?"));
+  CHECK(error_type_of(r) == error_type::node_lost);
+  CHECK(std::get<error_info>(r.outcome).message.find("cannot reach") != std::string::npos);
+}
+
 TEST_CASE("a node without the cluster's secret is refused and its asks reach no agent", "[cluster]") {
   std::atomic<int> model_calls{0};
   peer_runtime far(scripted(&model_calls));
