@@ -2,9 +2,11 @@
 // agent, the same scripted model, asked one request at a time, directly on
 // the runtime that holds it and through a second runtime's node over TCP.
 // Prints the latency's p50 and p99 of each kind per round, the medians over
-// the rounds, and what crossing adds to a turn.
+// the rounds, and what crossing adds to a turn. With --tls DIR, a third path:
+// the same over TLS, with DIR's ca.pem, node.pem and node.key
+// (tests/fixtures/cluster-tls has such a set).
 //
-//   remote_ask_bench [--asks N] [--rounds R]
+//   remote_ask_bench [--asks N] [--rounds R] [--tls DIR]
 
 #include "actors/cluster/node.hpp"
 #include "bench_support.hpp"
@@ -12,6 +14,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 
 using namespace troupe;
@@ -74,10 +77,26 @@ int main(int argc, char** argv) {
   node caller(caller_rt, {.secret = "bench"});
   remote_agent far = caller.agent_at(*server.address(), "helper");
 
+  std::optional<node_tls> tls;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--tls") == 0) {
+      const std::string dir = std::string(argv[i + 1]) + "/";
+      tls = node_tls{dir + "node.pem", dir + "node.key", dir + "ca.pem"};
+    }
+  std::unique_ptr<node> tls_server, tls_caller;
+  std::optional<remote_agent> far_tls;
+  if (tls) {
+    tls_server = std::make_unique<node>(holder, node_options{.secret = "bench", .listen_port = 0, .tls = tls});
+    tls_caller = std::make_unique<node>(caller_rt, node_options{.secret = "bench", .tls = tls});
+    far_tls = tls_caller->agent_at(*tls_server->address(), "helper");
+  }
+
   auto ask_local = [&](const std::string& q, ask_options o) { return local.ask(q, std::move(o)); };
   auto ask_remote = [&](const std::string& q, ask_options o) { return far.ask(q, std::move(o)); };
-  latencies(ask_remote, 200, true, true);  // connect and warm up both paths
+  auto ask_tls = [&](const std::string& q, ask_options o) { return far_tls->ask(q, std::move(o)); };
+  latencies(ask_remote, 200, true, true);  // connect and warm up every path
   latencies(ask_local, 200, true, true);
+  if (tls) latencies(ask_tls, 200, true, true);
 
   struct kind {
     const char* name;
@@ -89,7 +108,7 @@ int main(int argc, char** argv) {
                         {"tool turn, streamed", true, true}};
   std::printf("%zu asks per kind and path, %zu rounds; microseconds\n", asks, rounds);
   for (const kind& k : kinds) {
-    std::vector<double> local50, local99, remote50, remote99;
+    std::vector<double> local50, local99, remote50, remote99, tls50, tls99;
     for (std::size_t round = 0; round < rounds; ++round) {
       bench::sorted_samples l(latencies(ask_local, asks, k.tool, k.stream));
       bench::sorted_samples r(latencies(ask_remote, asks, k.tool, k.stream));
@@ -97,12 +116,26 @@ int main(int argc, char** argv) {
       local99.push_back(l.at(0.99));
       remote50.push_back(r.at(0.5));
       remote99.push_back(r.at(0.99));
-      std::printf("  %-22s round %zu: local p50 %7.1f p99 %7.1f | remote p50 %7.1f p99 %7.1f\n", k.name, round,
-                  l.at(0.5), l.at(0.99), r.at(0.5), r.at(0.99));
+      std::printf("  %-22s round %zu: local p50 %7.1f p99 %7.1f | remote p50 %7.1f p99 %7.1f", k.name, round, l.at(0.5),
+                  l.at(0.99), r.at(0.5), r.at(0.99));
+      if (tls) {
+        bench::sorted_samples t(latencies(ask_tls, asks, k.tool, k.stream));
+        tls50.push_back(t.at(0.5));
+        tls99.push_back(t.at(0.99));
+        std::printf(" | TLS p50 %7.1f p99 %7.1f", t.at(0.5), t.at(0.99));
+      }
+      std::printf("\n");
     }
     const double l50 = bench::median(local50), r50 = bench::median(remote50);
     std::printf("%-22s medians: local p50 %.1f p99 %.1f | remote p50 %.1f p99 %.1f | remote adds %.1f (x%.2f)\n",
                 k.name, l50, bench::median(local99), r50, bench::median(remote99), r50 - l50, r50 / l50);
+    if (tls)
+      std::printf("%-22s medians: TLS p50 %.1f p99 %.1f | TLS adds %.1f to the plain remote ask\n", k.name,
+                  bench::median(tls50), bench::median(tls99), bench::median(tls50) - r50);
+  }
+  if (tls) {
+    tls_caller->close();
+    tls_server->close();
   }
   caller.close();
   server.close();
