@@ -36,9 +36,9 @@ set(CPACK_DEBIAN_DEV_DESCRIPTION "Headers, static libraries, CMake package and p
 that embed troupe: find_package(troupe CONFIG) and the target troupe::troupe,
 or pkg-config troupe.")
 # The installed headers include Boost.JSON, CAF and toml++; the static
-# libraries link CAF, Boost.JSON, libcurl, SQLite and libpq.
+# libraries link CAF (core, io, openssl), Boost.JSON, libcurl, libcrypto, SQLite and libpq.
 string(CONCAT CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
        "libboost-json${Boost_VERSION_MAJOR}.${Boost_VERSION_MINOR}-dev, libcaf-dev (>= ${CAF_VERSION}), "
-       "libcurl4-openssl-dev | libcurl-dev, libsqlite3-dev, libpq-dev, libtomlplusplus-dev")
+       "libcurl4-openssl-dev | libcurl-dev, libssl-dev, libsqlite3-dev, libpq-dev, libtomlplusplus-dev")
 
 include(CPack)

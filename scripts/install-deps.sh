@@ -9,7 +9,7 @@ packages=(
   g++ cmake ninja-build
   libboost1.81-dev libboost-json1.81-dev
   libcaf-dev libvalijson-dev libcli11-dev
-  libcurl4-openssl-dev ca-certificates libedit-dev libsqlite3-dev libpq-dev
+  libcurl4-openssl-dev libssl-dev ca-certificates libedit-dev libsqlite3-dev libpq-dev
   catch2 libbenchmark-dev libjemalloc-dev
   libtomlplusplus-dev libboost-url1.81-dev libutfcpp-dev
   "$@"
