@@ -2,6 +2,7 @@
 // tool calls at most max_parallel_tools at once, cancels), and the
 // executors' answers sent back to the agent as signals.
 
+#include "actors/detail/agent_answer.hpp"
 #include "actors/detail/agent_state.hpp"
 #include "base/overloaded.hpp"
 
@@ -36,6 +37,7 @@ void agent_logic::dispatch(thread_slot& slot, directive d) {
                         },
                         [&](awaiting_input& x) { pause(slot, std::move(x)); },
                         [&](decision_answer& x) { answer_decision(slot, std::move(x)); },
+                        [&](pass_down& x) { pass_down_to(slot, std::move(x)); },
                         [&](cancel_call& x) {
                           if (x.tool_call_id.empty()) {
                             cancel_model_call(x.call_id);
@@ -54,6 +56,40 @@ void agent_logic::pump_tools(thread_slot& slot) {
     report_tool_call(slot, x);
     run_tool(thread_id, std::make_shared<const tool_exec>(std::move(x)));
   }
+}
+
+// To the agent a tool call of this thread asked, which paused on calls of
+// its own: a decision taken here for one of them, whose answer (that
+// agent's answer, or its next pause) comes back as the call's result; or a
+// cancel of its request, answered by nobody here.
+void agent_logic::pass_down_to(thread_slot& slot, pass_down x) {
+  const std::string& thread_id = slot.conversation.history().id();
+  const auto target = st_.ctx->agents.find(x.agent_id);
+  if (auto* c = std::get_if<cancel>(&x.what)) {
+    if (target)
+      self_->request(*target, caf::infinite, cancel_atom::value, x.thread_id, c->request_id, c->reason)
+          .then([](const reply&) {}, [](const caf::error&) {});
+    return;
+  }
+  slot.tools.running_elsewhere(x.tool_call_id);
+  auto back = [self = self_, thread_id, x](tool_outcome outcome) {
+    agent_logic l(self);
+    l.on_signal(thread_id, signal{tool_result{x.call_id, x.tool_call_id, x.tool_name, std::move(outcome)}});
+    l.unload_idle_threads();
+  };
+  if (!target) {
+    back(error_info::of(error_type::agent_stopped, "agent " + x.agent_id + " is not running"));
+    return;
+  }
+  self_
+      ->request(*target, caf::infinite, decide_atom::value, x.thread_id, std::get<decision>(std::move(x.what)),
+                event_sink_actor{})
+      .then([back, agent_id = x.agent_id,
+             thread = x.thread_id](const reply& r) { back(agent_answer_outcome(agent_id, thread, r)); },
+            [back, agent_id = x.agent_id, self = self_](const caf::error& e) {
+              back(error_info::of(error_type::agent_failed,
+                                  "agent " + agent_id + " did not answer: " + self->system().render(e)));
+            });
 }
 
 // A call goes to a live executor of the pool, and its answer comes back as

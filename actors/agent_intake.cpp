@@ -292,6 +292,7 @@ void agent_logic::answer_decision(thread_slot& slot, decision_answer x) {
   all.erase(it);
   if (st_.snapshots->empty()) st_.snapshots.reset();
   if (x.error) return answer.deliver(refused(x.request_id, x.error->type.c_str(), x.error->message));
+  if (x.ended) return answer.deliver(std::move(*x.ended));
   const react_state& state = slot.conversation.state();
   const bool same = state.request_id == x.request_id;
   if (same && state.status == react_status::awaiting_input)

@@ -1,6 +1,7 @@
 #include "actors/runtime.hpp"
 
 #include "actors/detail/agent_actor.hpp"
+#include "actors/detail/agent_answer.hpp"
 #include "actors/detail/broker.hpp"
 #include "actors/detail/executors.hpp"
 #include "actors/detail/request_state.hpp"
@@ -353,6 +354,7 @@ void runtime::add_agent_tool(std::string tool_name, std::string agent_id, std::s
       boost::json::object{{"type", "object"},
                           {"properties", {{"question", {{"type", "string"}, {"description", "What to ask."}}}}},
                           {"required", boost::json::array{"question"}}}};
+  t.spec.relays_approvals = true;
   t.timeout = timeout;
   t.retry.max_attempts = 1;
   t.start = [weak, agent_id](const boost::json::object& args, const tool_context& ctx,
@@ -363,13 +365,11 @@ void runtime::add_agent_tool(std::string tool_name, std::string agent_id, std::s
     ask_options o;
     o.thread_id = ctx.agent_id + "->" + agent_id;  // one conversation per calling agent
     o.traceparent = ctx.traceparent;               // the other agent's request is a child of this tool call
-    o.on_reply = [agent_id, finish](const reply& answer) {
-      if (answer.ok()) {
-        finish(boost::json::value(std::get<std::string>(answer.outcome)));
-        return;
-      }
-      const auto& e = std::get<error_info>(answer.outcome);
-      finish(error_info::of(e.type, "agent " + agent_id + " failed: " + e.message));
+    // A paused request's handle hears again if it is cancelled through it;
+    // the call has its result by then.
+    o.on_reply = [agent_id, thread_id = o.thread_id, finish,
+                  once = std::make_shared<std::atomic<bool>>(false)](const reply& answer) {
+      if (!once->exchange(true)) finish(detail::agent_answer_outcome(agent_id, thread_id, answer));
     };
     request r = impl->ask(agent_id, std::string(args.at("question").as_string()), std::move(o));
     return [r] { r.cancel("the calling tool call ended"); };

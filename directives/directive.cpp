@@ -1,12 +1,50 @@
 #include "directives/directive.hpp"
 
 #include "base/overloaded.hpp"
+#include "json/json_reader.hpp"
 
 #include <array>
 
 namespace troupe {
 
 namespace json = boost::json;
+
+json::object to_json(const open_approval& a) {
+  json::object o{{"tool_call_id", a.tool_call_id},
+                 {"tool", a.tool},
+                 {"arguments", a.arguments},
+                 {"reason", a.reason},
+                 {"expires_at", a.expires_at}};
+  if (a.on_expiry != verdict::reject) o["on_expiry"] = to_string(a.on_expiry);
+  if (a.question) o["question"] = true;
+  if (a.inner)
+    o["inner"] = json::object{{"agent_id", a.inner->agent_id},
+                              {"thread_id", a.inner->thread_id},
+                              {"request_id", a.inner->request_id},
+                              {"tool_call_id", a.inner->tool_call_id}};
+  return o;
+}
+
+decoded<open_approval> decode_open_approval(const json::value& v, std::string path) {
+  json_reader r(v, std::move(path));
+  open_approval a;
+  a.tool_call_id = r.string("tool_call_id");
+  a.tool = r.string("tool");
+  a.arguments = r.optional_object("arguments").value_or(json::object{});
+  a.reason = r.optional_string("reason").value_or("");
+  a.expires_at = r.optional_int64("expires_at").value_or(0);
+  a.question = r.optional_boolean("question").value_or(false);
+  if (auto v = r.optional_string("on_expiry")) {
+    const auto parsed = parse_verdict(*v);
+    if (!parsed) return decode_error{r.field_path("on_expiry"), "is not a verdict"};
+    a.on_expiry = *parsed;
+  }
+  if (auto inner = r.nested("inner"))
+    a.inner = inner_approval{inner->string("agent_id"), inner->string("thread_id"), inner->string("request_id"),
+                             inner->string("tool_call_id")};
+  if (!r.ok()) return r.error();
+  return a;
+}
 
 json::value to_json(const llm_message& m) {
   json::object o{{"role", m.role}, {"content", m.content}};
@@ -51,18 +89,13 @@ json::array messages_json(const message_list& messages) {
 
 json::array pending_json(const std::vector<open_approval>& pending) {
   json::array out;
-  for (const open_approval& a : pending)
-    out.push_back(json::object{{"tool_call_id", a.tool_call_id},
-                               {"tool", a.tool},
-                               {"arguments", a.arguments},
-                               {"reason", a.reason},
-                               {"expires_at", a.expires_at}});
+  for (const open_approval& a : pending) out.push_back(to_json(a));
   return out;
 }
 
 constexpr std::array<std::string_view, std::variant_size_v<directive>> type_names{
-    "llm_stream",  "tool_exec", "reply",          "request_error",
-    "cancel_call", "summarize", "awaiting_input", "decision_answer"};
+    "llm_stream", "tool_exec",      "reply",           "request_error", "cancel_call",
+    "summarize",  "awaiting_input", "decision_answer", "pass_down"};
 
 void put_fields(json::object& o, const llm_stream& d) {
   o["call_id"] = d.call_id;
@@ -132,6 +165,26 @@ void put_fields(json::object& o, const decision_answer& d) {
   if (!d.idempotency_key.empty()) o["idempotency_key"] = d.idempotency_key;
   if (d.error) o["error"] = to_json(*d.error);
   if (d.taken) o["taken"] = true;
+}
+
+void put_fields(json::object& o, const pass_down& d) {
+  o["agent_id"] = d.agent_id;
+  o["thread_id"] = d.thread_id;
+  o["call_id"] = d.call_id;
+  o["tool_call_id"] = d.tool_call_id;
+  o["tool_name"] = d.tool_name;
+  std::visit(overloaded{[&](const decision& x) {
+                          json::object down{{"request_id", x.request_id},
+                                            {"tool_call_id", x.tool_call_id},
+                                            {"verdict", to_string(x.answer)},
+                                            {"decided_by", x.decided_by}};
+                          if (x.expire) down["expire"] = true;
+                          o["decision"] = std::move(down);
+                        },
+                        [&](const cancel& x) {
+                          o["cancel"] = json::object{{"request_id", x.request_id}, {"reason", x.reason}};
+                        }},
+             d.what);
 }
 
 }  // namespace

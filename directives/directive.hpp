@@ -6,6 +6,7 @@
 #include "directives/cancel_call.hpp"
 #include "directives/decision_answer.hpp"
 #include "directives/llm_stream.hpp"
+#include "directives/pass_down.hpp"
 #include "directives/reply.hpp"
 #include "directives/request_error.hpp"
 #include "directives/summarize.hpp"
@@ -18,8 +19,8 @@
 
 namespace troupe {
 
-using directive =
-    std::variant<llm_stream, tool_exec, reply, request_error, cancel_call, summarize, awaiting_input, decision_answer>;
+using directive = std::variant<llm_stream, tool_exec, reply, request_error, cancel_call, summarize, awaiting_input,
+                               decision_answer, pass_down>;
 
 // "llm_stream", "tool_exec", …
 std::string_view directive_type(const directive& d);

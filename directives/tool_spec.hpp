@@ -20,6 +20,10 @@ struct tool_spec {
   // decision, as a call that needs approval does, and the person's response
   // is its result.
   bool answered_by_person = false;
+  // Its calls ask another agent (an agent used as a tool): when that agent
+  // pauses for a person, the call's result says so (strategy/inner_pause.hpp)
+  // and the call waits here for the same decisions, passed down to it.
+  bool relays_approvals = false;
 
   friend bool operator==(const tool_spec&, const tool_spec&) = default;
 };

@@ -32,6 +32,11 @@ struct decision {
   // Approve or edit: every later call of the tool on this thread runs
   // without asking ("always allow this tool here").
   bool sticky = false;
+  // Passed down at the call's deadline by the agent that used this one as a
+  // tool: the call takes its rule's default, as at an approval_tick, and the
+  // decider follows the request on from it (even when the default was taken
+  // already, while the request still runs).
+  bool expire = false;
 
   friend bool operator==(const decision&, const decision&) = default;
 };

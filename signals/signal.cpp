@@ -73,6 +73,7 @@ json::value data_of(const decision& d) {
   if (!d.idempotency_key.empty()) o["idempotency_key"] = d.idempotency_key;
   if (!d.response.empty()) o["response"] = d.response;
   if (d.sticky) o["sticky"] = true;
+  if (d.expire) o["expire"] = true;
   return o;
 }
 
@@ -187,6 +188,7 @@ decoded<signal> decode_decision(json_reader& r) {
   d.idempotency_key = r.optional_string("idempotency_key").value_or("");
   d.response = r.optional_string("response").value_or("");
   d.sticky = r.optional_boolean("sticky").value_or(false);
+  d.expire = r.optional_boolean("expire").value_or(false);
   if (!r.ok()) return r.error();
   const auto parsed = parse_verdict(v);
   if (!parsed) return decode_error{r.field_path("verdict"), "must be approve, reject or edit, not \"" + v + "\""};

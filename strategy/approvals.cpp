@@ -2,8 +2,10 @@
 
 #include "signals/error_info.hpp"
 #include "signals/tool_result.hpp"
+#include "strategy/inner_pause.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -28,6 +30,21 @@ bool is_turn_kind(std::string_view k) {
 
 }  // namespace
 
+std::optional<relayed_call> relayed_to(const entry& e) {
+  const auto v = e.payload.value("inner");
+  const auto* o = v ? v->if_object() : nullptr;
+  if (!o) return std::nullopt;
+  auto text = [&](std::string_view key) {
+    const auto* s = o->if_contains(key);
+    return s && s->is_string() ? std::string(s->as_string()) : std::string();
+  };
+  relayed_call r{{text("agent_id"), text("thread_id"), text("request_id"), text("tool_call_id")}, {}};
+  const std::string_view id = e.refs.tool_call_id();
+  if (id.size() <= r.inner.tool_call_id.size() || !id.ends_with("/" + r.inner.tool_call_id)) return std::nullopt;
+  r.outer_tool_call_id = id.substr(0, id.size() - r.inner.tool_call_id.size() - 1);
+  return r;
+}
+
 const entry* find_decision(const thread_view& t, std::string_view request_id, std::string_view tool_call_id,
                            std::string_view idempotency_key) {
   for (const entry* e : t.of_kind(entry_kind::decision)) {
@@ -38,17 +55,38 @@ const entry* find_decision(const thread_view& t, std::string_view request_id, st
 }
 
 bool allowed_on_thread(const thread_view& t, std::string_view tool) {
+  // Another agent's sticky decision allows that agent's tool, on its thread.
   for (const entry* e : t.of_kind(entry_kind::decision))
-    if (flag(*e, "sticky") && e->payload.string("tool") == tool) return true;
+    if (flag(*e, "sticky") && e->payload.string("tool") == tool && !e->payload.value("inner")) return true;
   return false;
+}
+
+std::optional<reply> end_after_expiry(const thread_view& t, std::string_view request_id,
+                                      std::string_view tool_call_id) {
+  const entry* decided = find_decision(t, request_id, tool_call_id);
+  if (!decided || !flag(*decided, "expired")) return std::nullopt;
+  const entry* last = nullptr;
+  for (const entry& e : t.entries())
+    if (e.refs.request_id() == request_id) last = &e;
+  if (last->kind == entry_kind::error) {
+    auto e = decode_error_info(last->payload.to_json(), "payload");
+    if (e) return reply{std::string(request_id), std::move(*e), {}, 0};
+  } else if (last->kind == entry_kind::message && last->payload.string("role") == "assistant") {
+    return reply{std::string(request_id), std::string(last->payload.string("content").value_or("")), {}, 0};
+  }
+  return std::nullopt;
 }
 
 std::vector<const entry*> open_approval_requests(const thread_view& t) {
   std::set<call_key> closed;
   for (const entry* e : t.of_kinds({entry_kind::decision, entry_kind::tool_result})) closed.insert(key_of(*e));
   std::vector<const entry*> out;
-  for (const entry* e : t.of_kind(entry_kind::approval_request))
-    if (!closed.count(key_of(*e))) out.push_back(e);
+  for (const entry* e : t.of_kind(entry_kind::approval_request)) {
+    if (closed.count(key_of(*e))) continue;
+    // Another agent's call is closed too once the call that asked it has its result.
+    if (auto r = relayed_to(*e); r && closed.count({e->refs.call_id(), r->outer_tool_call_id})) continue;
+    out.push_back(e);
+  }
   return out;
 }
 
@@ -57,11 +95,15 @@ std::vector<open_approval> pending_approvals(const thread_view& t, std::string_v
   for (const entry* e : open_approval_requests(t)) {
     if (e->refs.request_id() != request_id) continue;
     const auto arguments = e->payload.value("arguments");
-    out.push_back(open_approval{std::string(e->refs.tool_call_id()),
-                                std::string(e->payload.string("tool").value_or("")),
-                                arguments && arguments->is_object() ? arguments->as_object() : boost::json::object{},
-                                std::string(e->payload.string("reason").value_or("")),
-                                e->payload.integer("expires_at").value_or(0), flag(*e, "question")});
+    open_approval a{std::string(e->refs.tool_call_id()),
+                    std::string(e->payload.string("tool").value_or("")),
+                    arguments && arguments->is_object() ? arguments->as_object() : boost::json::object{},
+                    std::string(e->payload.string("reason").value_or("")),
+                    e->payload.integer("expires_at").value_or(0),
+                    flag(*e, "question")};
+    if (auto r = relayed_to(*e)) a.inner = std::move(r->inner);
+    a.on_expiry = parse_verdict(e->payload.string("on_expiry").value_or("")).value_or(verdict::reject);
+    out.push_back(std::move(a));
   }
   return out;
 }
@@ -92,11 +134,14 @@ std::optional<react_state> paused_request(const thread_view& t) {
       break;
     }
 
-  auto call_of = [&](const entry& e) -> pending_tool_call* {
+  auto call_of = [&](std::string_view id) -> pending_tool_call* {
     for (pending_tool_call& p : s.tool_calls)
-      if (p.call.id == e.refs.tool_call_id()) return &p;
+      if (p.call.id == id) return &p;
     return nullptr;
   };
+  // Another agent's calls waiting under a call of this turn: their deadlines,
+  // by their ids here, until a decision here passed one down.
+  std::map<std::string, std::int64_t, std::less<>> relayed_open;
   for (auto it = first; it != all.end(); ++it) {
     const entry& e = *it;
     if (e.kind == entry_kind::summary) continue;
@@ -109,7 +154,18 @@ std::optional<react_state> paused_request(const thread_view& t) {
           std::nullopt});
       continue;
     }
-    pending_tool_call* p = call_of(e);
+    if (auto r = relayed_to(e); r && e.kind != entry_kind::tool_result) {
+      pending_tool_call* p = call_of(r->outer_tool_call_id);
+      if (!p) return std::nullopt;
+      if (e.kind == entry_kind::approval_request) {
+        p->asked = true;
+        relayed_open[std::string(e.refs.tool_call_id())] = e.payload.integer("expires_at").value_or(0);
+      } else if (auto decided = relayed_open.find(e.refs.tool_call_id()); decided != relayed_open.end()) {
+        relayed_open.erase(decided);
+      }
+      continue;
+    }
+    pending_tool_call* p = call_of(e.refs.tool_call_id());
     if (!p) return std::nullopt;  // not a call of this turn: not a pause this machine made
     if (e.kind == entry_kind::approval_request) {
       p->asked = true;
@@ -124,6 +180,12 @@ std::optional<react_state> paused_request(const thread_view& t) {
       p->awaiting_until = 0;
     }
   }
+  for (const auto& [id, expires_at] : relayed_open)
+    for (pending_tool_call& p : s.tool_calls)
+      if (!p.outcome && relayed_through(id, p.call.id))
+        p.awaiting_until = p.awaiting_until ? std::min(p.awaiting_until, expires_at) : expires_at;
+  // A call whose other agent went on after a decision passed down is not
+  // followed any more: as a running call, it is interrupted.
   for (pending_tool_call& p : s.tool_calls)
     if (!p.outcome && !p.awaiting_until)
       p.outcome = error_info::of(error_type::interrupted, "the agent stopped before the tool finished");

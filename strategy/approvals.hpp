@@ -5,6 +5,7 @@
 // alone so that a decision after a restart continues it where it stood.
 
 #include "directives/awaiting_input.hpp"
+#include "directives/reply.hpp"
 #include "strategy/react_state.hpp"
 #include "thread/thread.hpp"
 
@@ -22,6 +23,20 @@ const entry* find_decision(const thread_view& t, std::string_view request_id, st
 // Whether a sticky decision on the thread allowed the tool ("always allow
 // this tool here"): its later calls run without asking.
 bool allowed_on_thread(const thread_view& t, std::string_view tool);
+
+// For an approval_request or decision of another agent's call (an agent
+// used as a tool paused on it): where that call waits, and the call of this
+// thread that asked that agent. nullopt for this agent's own calls.
+struct relayed_call {
+  inner_approval inner;
+  std::string_view outer_tool_call_id;  // into the entry's refs
+};
+std::optional<relayed_call> relayed_to(const entry& e);
+
+// How a request ended, as its last entry says (its answer or its error),
+// when its call `tool_call_id` took its default at the deadline; nullopt if
+// the call did not expire or the request has not ended.
+std::optional<reply> end_after_expiry(const thread_view& t, std::string_view request_id, std::string_view tool_call_id);
 
 // The approval_request entries whose call has neither a decision nor a result.
 std::vector<const entry*> open_approval_requests(const thread_view& t);

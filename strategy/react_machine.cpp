@@ -4,10 +4,12 @@
 #include "context/projection.hpp"
 #include "json/json_text.hpp"
 #include "strategy/approvals.hpp"
+#include "strategy/inner_pause.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <set>
 
 namespace troupe {
 
@@ -95,8 +97,72 @@ class stepper {
     auto pending = std::find_if(state_.tool_calls.begin(), state_.tool_calls.end(),
                                 [&](const pending_tool_call& p) { return p.call.id == r.tool_call_id && !p.outcome; });
     if (pending == state_.tool_calls.end()) return;  // unknown, or already answered
+    if (const tool_spec* spec = find_tool(config_.tools, pending->call.name); spec && spec->relays_approvals)
+      if (auto inner = read_inner_pause(r.outcome)) return wait_on_inner(*pending, *inner);
     pending->outcome = r.outcome;
     finish_tools_if_done();
+  }
+
+  // The agent the call asked paused for a person: each of its calls that
+  // waits gets an approval_request here (under a relayed id, pointing at the
+  // call there), and the call waits for them as a supervised call does. A
+  // call it lists that was decided here already had the decision passed
+  // down; one asked here before (that agent paused still) is not asked again.
+  void wait_on_inner(pending_tool_call& p, const inner_pause& inner) {
+    std::int64_t until = 0;
+    for (const open_approval& a : inner.pending) {
+      const std::string id = relayed_call_id(p.call.id, a.tool_call_id);
+      if (find_decision(thread_, state_.request_id, id)) continue;
+      until = until ? std::min(until, a.expires_at) : a.expires_at;
+      if (asked_before(id)) continue;
+      open_approval here = a;
+      here.tool_call_id = id;
+      here.inner = inner_approval{inner.agent_id, inner.thread_id, inner.request_id, a.tool_call_id};
+      json::object payload = approval_payload(here);
+      payload.emplace("inner", inner_json(*here.inner));
+      commit(entry_draft(std::string(entry_kind::approval_request), std::move(payload), refs(state_.call_id, id)));
+      asked_now_.push_back(std::move(here));
+    }
+    if (!until) return;  // each was decided here: the answers to those decisions are on their way
+    p.asked = true;
+    p.awaiting_until = until;
+    finish_tools_if_done();
+  }
+
+  bool asked_before(std::string_view id) const {
+    for (const entry* e : thread_.of_kind(entry_kind::approval_request))
+      if (e->refs.tool_call_id() == id && e->refs.request_id() == state_.request_id) return true;
+    return false;
+  }
+
+  // Another agent's calls that wait under this request's call `p`: as the
+  // thread lists them, less those decided in this step.
+  std::vector<open_approval> relayed_open(const pending_tool_call& p) const {
+    std::vector<open_approval> out;
+    for (open_approval& a : pending_approvals(thread_, state_.request_id.str()))
+      if (a.inner && relayed_through(a.tool_call_id, p.call.id) && !decided_now_.count(a.tool_call_id))
+        out.push_back(std::move(a));
+    for (const open_approval& a : asked_now_)
+      if (relayed_through(a.tool_call_id, p.call.id) && !decided_now_.count(a.tool_call_id)) out.push_back(a);
+    return out;
+  }
+
+  // The other agent's request a call waits on, when it asked one that paused.
+  std::optional<inner_approval> relayed_request(const pending_tool_call& p) const {
+    for (const entry* e : thread_.of_kind(entry_kind::approval_request))
+      if (e->refs.request_id() == state_.request_id && relayed_through(e->refs.tool_call_id(), p.call.id))
+        if (auto relayed = relayed_to(*e)) return std::move(relayed->inner);
+    for (const open_approval& a : asked_now_)
+      if (relayed_through(a.tool_call_id, p.call.id)) return a.inner;
+    return std::nullopt;
+  }
+
+  // The call waits for what is left of the other agent's calls, or (none
+  // left) for that agent's answer.
+  void update_wait(pending_tool_call& p) {
+    p.awaiting_until = 0;
+    for (const open_approval& a : relayed_open(p))
+      p.awaiting_until = p.awaiting_until ? std::min(p.awaiting_until, a.expires_at) : a.expires_at;
   }
 
   void on(const cancel& c) {
@@ -117,6 +183,17 @@ class stepper {
       // The model call is over; its tools are what still runs.
       for (pending_tool_call& p : state_.tool_calls) {
         if (p.outcome) continue;
+        if (auto inner = relayed_request(p)) {            // the other agent's request ends too, wherever it stands
+          for (const open_approval& a : relayed_open(p))  // nobody decides them here any more
+            commit_relayed_decision(
+                a, decision_payload(verdict::reject, "the request was cancelled before the call was decided", {},
+                                    "cancel", {}, false, {}, false, a.tool));
+          directives_.push_back(pass_down{inner->agent_id, inner->thread_id, state_.call_id.str(), p.call.id,
+                                          p.call.name, cancel{inner->request_id, c.reason, {}, true}});
+          p.awaiting_until = 0;
+          p.outcome = error_info::of(error_type::cancelled, "the request was cancelled before the call was decided");
+          continue;
+        }
         if (p.awaiting_until) {  // it never started: nothing to stop, and nobody decides it any more
           take_decision(p, verdict::reject, "the request was cancelled before the call was decided", {}, "cancel", {},
                         false);
@@ -207,11 +284,20 @@ class stepper {
     const std::int64_t timeout = rule ? rule->timeout_ms : approval_rule{}.timeout_ms;
     p.awaiting_until = timeout > 0 ? now_ms_ + timeout : std::numeric_limits<std::int64_t>::max();
     p.asked = true;
+    open_approval a{p.call.id, p.call.name, p.call.arguments, reason, p.awaiting_until, question};
+    if (rule) a.on_expiry = rule->on_expiry == verdict::approve ? verdict::approve : verdict::reject;
+    commit(
+        entry_draft(std::string(entry_kind::approval_request), approval_payload(a), refs(state_.call_id, p.call.id)));
+    return a;
+  }
+
+  static json::object approval_payload(const open_approval& a) {
     json::object payload{
-        {"tool", p.call.name}, {"arguments", p.call.arguments}, {"reason", reason}, {"expires_at", p.awaiting_until}};
-    if (question) payload.emplace("question", true);
-    commit(entry_draft(std::string(entry_kind::approval_request), std::move(payload), refs(state_.call_id, p.call.id)));
-    return open_approval{p.call.id, p.call.name, p.call.arguments, reason, p.awaiting_until, question};
+        {"tool", a.tool}, {"arguments", a.arguments}, {"reason", a.reason}, {"expires_at", a.expires_at}};
+    if (a.question) payload.emplace("question", true);
+    // What the deadline brings, for an agent that used this one as a tool.
+    if (a.on_expiry == verdict::approve) payload.emplace("on_expiry", to_string(a.on_expiry));
+    return payload;
   }
 
   // What a question call asks: its "question" argument, else its arguments as JSON.
@@ -251,14 +337,14 @@ class stepper {
 
   void on(const decision& d) {
     decision_answer answer{d.request_id, d.tool_call_id, d.idempotency_key, std::nullopt};
-    auto refuse = [&](const char* type, std::string message) {
-      answer.error = error_info::of(type, std::move(message));
-      directives_.push_back(answer);
-    };
+    auto refuse = [&](const char* type, std::string message) { refuse_decision(answer, type, std::move(message)); };
     if (!d.idempotency_key.empty() && find_decision(thread_, d.request_id, d.tool_call_id, d.idempotency_key)) {
       directives_.push_back(answer);  // the same decision again: it was taken
       return;
     }
+    if (d.expire) return expire_asked(d, answer);
+    if (auto relayed = open_relayed(d.request_id, d.tool_call_id))
+      return decide_relayed(d, *relayed->first, relayed->second, answer);
     pending_tool_call* p = open_call(d.request_id, d.tool_call_id);
     if (!p || !p->awaiting_until) {
       if ((p && p->asked) || find_decision(thread_, d.request_id, d.tool_call_id))
@@ -267,23 +353,135 @@ class stepper {
       return refuse(error_type::not_found,
                     "no tool call " + d.tool_call_id + " of request " + d.request_id + " waits for a decision");
     }
-    if (now_ms_ >= p->awaiting_until) {
-      expire(*p);
+    decide_waiting(
+        d, answer, p->awaiting_until, is_question(*p), [&] { expire(*p); },
+        [&] {
+          take_decision(*p, d.answer, d.message, d.arguments, d.decided_by, d.idempotency_key, false, d.response,
+                        d.sticky);
+        });
+  }
+
+  void refuse_decision(decision_answer& answer, const char* type, std::string message) {
+    answer.error = error_info::of(type, std::move(message));
+    directives_.push_back(answer);
+  }
+
+  // A decision for a call that waits: refused if it came past the deadline
+  // (the default is taken then) or does not fit the call; otherwise answered
+  // before `take` lets anything run, as a cancel's answer comes before the
+  // request's end: the decider follows the request from here on.
+  template <class Expire, class Take>
+  void decide_waiting(const decision& d, decision_answer& answer, std::int64_t deadline, bool question, Expire expire,
+                      Take take) {
+    auto refuse = [&](const char* type, std::string message) { refuse_decision(answer, type, std::move(message)); };
+    if (now_ms_ >= deadline) {
+      expire();
       refuse(error_type::expired, "the approval of tool call " + d.tool_call_id + " expired before the decision");
       finish_tools_if_done();
       return;
     }
-    if (is_question(*p) && (d.answer == verdict::edit || d.sticky))
+    if (question && (d.answer == verdict::edit || d.sticky))
       return refuse(error_type::invalid_decision,
                     "tool call " + d.tool_call_id + " is a question: answer it (approve with a response) or reject it");
     if (d.sticky && d.answer == verdict::reject)
       return refuse(error_type::invalid_decision, "a sticky decision allows a tool; a rejection cannot be sticky");
-    // Before the calls it lets run, as a cancel's answer comes before the
-    // request's end: the decider follows the request from here on.
     answer.taken = true;
     directives_.push_back(std::move(answer));
-    take_decision(*p, d.answer, d.message, d.arguments, d.decided_by, d.idempotency_key, false, d.response, d.sticky);
+    take();
     finish_tools_if_done();
+  }
+
+  // Another agent's call that waits under one of this request's calls, and that call.
+  std::optional<std::pair<pending_tool_call*, open_approval>> open_relayed(std::string_view request_id,
+                                                                           std::string_view tool_call_id) {
+    if (!awaiting_calls() || state_.request_id != request_id) return std::nullopt;
+    for (pending_tool_call& p : state_.tool_calls) {
+      if (p.outcome || !relayed_through(tool_call_id, p.call.id)) continue;
+      for (open_approval& a : relayed_open(p))
+        if (a.tool_call_id == tool_call_id) return std::pair{&p, std::move(a)};
+    }
+    return std::nullopt;
+  }
+
+  // A decision for another agent's call: checked as one for this agent's
+  // own, committed here (pointing at the call there), and passed down; that
+  // agent commits its own decision entry, runs what it allows, and its
+  // answer (or its next pause) comes back as the call's result.
+  void decide_relayed(const decision& d, pending_tool_call& p, const open_approval& a, decision_answer& answer) {
+    decide_waiting(
+        d, answer, a.expires_at, a.question, [&] { expire_relayed(p, a); },
+        [&] { pass_decision_down(p, a, d, false); });
+  }
+
+  void pass_decision_down(pending_tool_call& p, const open_approval& a, decision down, bool expired) {
+    commit_relayed_decision(a, decision_payload(down.answer, down.message, down.arguments, down.decided_by,
+                                                down.idempotency_key, expired, down.response, down.sticky, a.tool));
+    decided_now_.insert(a.tool_call_id);
+    decided_ = true;
+    down.request_id = a.inner->request_id;
+    down.tool_call_id = a.inner->tool_call_id;
+    down.expire = expired;
+    directives_.push_back(pass_down{a.inner->agent_id, a.inner->thread_id, state_.call_id.str(), p.call.id, p.call.name,
+                                    std::move(down)});
+    update_wait(p);
+  }
+
+  // A decision here for another agent's call names that call (relayed_to).
+  void commit_relayed_decision(const open_approval& a, json::object payload) {
+    payload.emplace("inner", inner_json(*a.inner));
+    commit(entry_draft(std::string(entry_kind::decision), std::move(payload), refs(state_.call_id, a.tool_call_id)));
+  }
+
+  static json::object inner_json(const inner_approval& i) {
+    return {{"agent_id", i.agent_id},
+            {"thread_id", i.thread_id},
+            {"request_id", i.request_id},
+            {"tool_call_id", i.tool_call_id}};
+  }
+
+  // The deadline of another agent's call came: its default, as that agent's
+  // rule says, is committed here and passed down, where that agent takes it
+  // (if its own tick did not already) and answers with where it went on to.
+  void expire_relayed(pending_tool_call& p, const open_approval& a) {
+    decision d;
+    d.answer = a.on_expiry;
+    d.message = "no decision came before the deadline";
+    d.decided_by = "expiry";
+    pass_decision_down(p, a, std::move(d), true);
+  }
+
+  // A decision passed down at the deadline by the agent that used this one
+  // as a tool. The default is taken as a tick would take it; the decider
+  // follows the request from there, or from where the tick left it.
+  void expire_asked(const decision& d, decision_answer& answer) {
+    pending_tool_call* p = open_call(d.request_id, d.tool_call_id);
+    if (p && p->awaiting_until && now_ms_ < p->awaiting_until) {
+      answer.error = error_info::of(error_type::invalid_decision, "the deadline of tool call " + d.tool_call_id +
+                                                                      " of request " + d.request_id + " has not come");
+      directives_.push_back(std::move(answer));
+      return;
+    }
+    if (p && p->awaiting_until) {
+      answer.taken = true;
+      directives_.push_back(std::move(answer));
+      expire(*p);
+      finish_tools_if_done();
+      return;
+    }
+    const entry* taken = find_decision(thread_, d.request_id, d.tool_call_id);
+    if (taken && state_.busy() && state_.request_id == d.request_id) {
+      directives_.push_back(std::move(answer));  // taken by a tick: followed on from here
+      return;
+    }
+    if (auto end = end_after_expiry(thread_, d.request_id, d.tool_call_id)) {
+      answer.ended = std::move(end);
+      directives_.push_back(std::move(answer));
+      return;
+    }
+    answer.error = error_info::of(taken ? error_type::already_decided : error_type::not_found,
+                                  "no tool call " + d.tool_call_id + " of request " + d.request_id +
+                                      (taken ? " waits any more" : " waits for a decision"));
+    directives_.push_back(std::move(answer));
   }
 
   void on(const approval_tick& t) {
@@ -291,7 +489,12 @@ class stepper {
     bool any = false;
     for (pending_tool_call& p : state_.tool_calls) {
       if (!p.awaiting_until || now_ms_ < p.awaiting_until) continue;
-      expire(p);
+      if (relayed_request(p)) {
+        for (const open_approval& a : relayed_open(p))
+          if (now_ms_ >= a.expires_at) expire_relayed(p, a);
+      } else {
+        expire(p);
+      }
       any = true;
     }
     if (any) finish_tools_if_done();
@@ -304,9 +507,9 @@ class stepper {
     take_decision(p, v, "no decision came before the deadline", {}, "expiry", {}, true);
   }
 
-  void take_decision(pending_tool_call& p, verdict v, const std::string& message, const json::object& edited,
-                     const std::string& decided_by, const std::string& idempotency_key, bool expired,
-                     const std::string& response = {}, bool sticky = false) {
+  static json::object decision_payload(verdict v, const std::string& message, const json::object& edited,
+                                       const std::string& decided_by, const std::string& idempotency_key, bool expired,
+                                       const std::string& response, bool sticky, const std::string& tool) {
     json::object payload{{"verdict", to_string(v)}, {"decided_by", decided_by}};
     if (!message.empty()) payload.emplace("message", message);
     if (v == verdict::edit) payload.emplace("arguments", edited);
@@ -315,9 +518,18 @@ class stepper {
     if (!response.empty()) payload.emplace("response", response);
     if (sticky) {  // what later calls are checked against (allowed_on_thread)
       payload.emplace("sticky", true);
-      payload.emplace("tool", p.call.name);
+      payload.emplace("tool", tool);
     }
-    commit(entry_draft(std::string(entry_kind::decision), std::move(payload), refs(state_.call_id, p.call.id)));
+    return payload;
+  }
+
+  void take_decision(pending_tool_call& p, verdict v, const std::string& message, const json::object& edited,
+                     const std::string& decided_by, const std::string& idempotency_key, bool expired,
+                     const std::string& response = {}, bool sticky = false) {
+    commit(entry_draft(
+        std::string(entry_kind::decision),
+        decision_payload(v, message, edited, decided_by, idempotency_key, expired, response, sticky, p.call.name),
+        refs(state_.call_id, p.call.id)));
     p.awaiting_until = 0;
     decided_ = true;
     if (v == verdict::approve && is_question(p)) {
@@ -348,7 +560,7 @@ class stepper {
       // Some calls were decided (or expired) and others still wait: the
       // pause is said again, so that its owner ticks at the earliest
       // deadline left.
-      if (paused && decided_) directives_.push_back(still_paused());
+      if (paused && (decided_ || !asked_now_.empty())) directives_.push_back(still_paused());
       return;
     }
     commit_tool_results();
@@ -367,6 +579,9 @@ class stepper {
     for (open_approval& a : pending_approvals(thread_, state_.request_id.str()))
       for (const pending_tool_call& p : state_.tool_calls)
         if (p.call.id == a.tool_call_id && p.awaiting_until) pause.pending.push_back(std::move(a));
+    for (const pending_tool_call& p : state_.tool_calls)
+      if (p.awaiting_until)
+        for (open_approval& a : relayed_open(p)) pause.pending.push_back(std::move(a));
     return pause;
   }
 
@@ -520,6 +735,10 @@ class stepper {
   const std::int64_t now_ms_;
   id_source& ids_;
   bool decided_ = false;  // this step committed a decision
+  // Another agent's calls asked (approval_request) and decided in this step,
+  // by their ids here: the thread the step reads does not hold them yet.
+  std::vector<open_approval> asked_now_;
+  std::set<std::string, std::less<>> decided_now_;
   std::vector<entry_draft> entries_;
   std::vector<directive> directives_;
 };

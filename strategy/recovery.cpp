@@ -17,7 +17,12 @@ std::vector<entry_draft> interrupted_tool_results(const thread_view& t) {
   std::set<key> answered;
   for (const entry* e : t.of_kind(entry_kind::tool_result)) answered.insert(key_of(*e));
   // A call that waits for a decision has not run: it is paused, not interrupted.
-  for (const entry* e : open_approval_requests(t)) answered.insert(key_of(*e));
+  // So does a call whose agent (used as a tool) paused: it waits for the
+  // decisions of that agent's calls, which point at it.
+  for (const entry* e : open_approval_requests(t)) {
+    answered.insert(key_of(*e));
+    if (const auto relayed = relayed_to(*e)) answered.insert({e->refs.call_id(), relayed->outer_tool_call_id});
+  }
 
   std::vector<entry_draft> out;
   for (const entry* call : t.of_kind(entry_kind::tool_call)) {

@@ -269,6 +269,7 @@ class agent_logic {
   void cancel_model_call(const std::string& call_id);
   void cancel_tool_call(const std::string& call_id, const std::string& tool_call_id);
   void pump_tools(thread_slot& slot);
+  void pass_down_to(thread_slot& slot, pass_down x);
 
   // ---- Tracing: spans, telemetry, stream events (agent_trace.cpp) ----
  private:

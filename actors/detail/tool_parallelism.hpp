@@ -30,6 +30,9 @@ class tool_parallelism {
     return out;
   }
 
+  // A call whose work goes on elsewhere (another agent a decision was passed
+  // down to), counted as running until its result comes.
+  void running_elsewhere(std::string tool_call_id) { running_.push_back(std::move(tool_call_id)); }
   // False if the call was not running (a late or stale result).
   bool finished(const std::string& tool_call_id) {
     auto it = std::find(running_.begin(), running_.end(), tool_call_id);

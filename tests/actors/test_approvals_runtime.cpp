@@ -67,19 +67,6 @@ decision decide(const std::string& request_id, verdict v, std::string key = {}) 
   return d;
 }
 
-// Whether `holds` comes true within the patience: for what the agent does
-// with nobody waiting for it (a result committed while paused, an expiry),
-// seen in its snapshots.
-template <class Condition>
-bool eventually(Condition holds) {
-  const auto until = std::chrono::steady_clock::now() + patience;
-  while (!holds()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
-
 // The thread ends with the model's answer to send's expiry.
 bool answered_after_expiry(const agent& a) {
   const auto t = a.snapshot();

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 namespace troupe::testing {
 
@@ -19,6 +20,19 @@ using namespace std::chrono_literals;
 
 // Generous: only reached when something is broken.
 inline constexpr auto patience = 10s;
+
+// Whether `holds` comes true within the patience: for what the agent does
+// with nobody waiting for it (a result committed while paused, an expiry),
+// seen in its snapshots.
+template <class Condition>
+inline bool eventually(Condition holds) {
+  const auto until = std::chrono::steady_clock::now() + patience;
+  while (!holds()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
 
 class gate {
  public:
