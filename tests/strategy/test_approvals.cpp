@@ -1,6 +1,7 @@
 #include "support/react_harness.hpp"
 
 #include "strategy/approvals.hpp"
+#include "strategy/inner_pause.hpp"
 #include "strategy/react_state.hpp"
 #include "strategy/recovery.hpp"
 
@@ -497,5 +498,101 @@ TEST_CASE("a decision that leaves calls waiting says the pause again, with the c
   CHECK(again.next_expiry() == of_kind(h, entry_kind::approval_request)[1]->payload.integer("expires_at"));
   SECTION("the last decision ends the pause: no pause is said") {
     CHECK(all_of_type<awaiting_input>(h.feed(decide("c", verdict::reject))).empty());
+  }
+}
+
+namespace {
+
+// An agent whose tool ask_b asks another agent, b, and so relays b's pauses.
+react_config relaying_config() {
+  react_config c = config_with_tools({"ask_b"});
+  std::vector<tool_spec> tools = *c.tools;
+  tools[0].relays_approvals = true;
+  c.tools = make_tool_set(std::move(tools));
+  return c;
+}
+
+// b paused on calls that send to bob (deadline 5000, approved then), as ask_b's result.
+tool_result inner_paused(const tool_exec& x, std::vector<std::string> ids = {"s2"}) {
+  inner_pause p{"b", "a->b", "rb", {}};
+  for (const std::string& id : ids) {
+    open_approval a{id, "send", {{"to", "bob"}}, "sends an email", 5'000};
+    a.on_expiry = verdict::approve;
+    p.pending.push_back(std::move(a));
+  }
+  return result_of(x, to_tool_result(p));
+}
+
+}  // namespace
+
+TEST_CASE("another agent's pause, as a tool's result, pauses the request on calls that point at it") {
+  harness h(relaying_config());
+  const tool_exec ask = only<tool_exec>(pause_with(h, {call("o1", "ask_b", {{"question", "mail bob"}})}));
+  const auto out = h.feed(inner_paused(ask, {"s2", "s3"}));
+  const awaiting_input pause = only<awaiting_input>(out);
+  REQUIRE(pause.pending.size() == 2);
+  CHECK(pause.pending[0].tool_call_id == "o1/s2");
+  CHECK(pause.pending[0].inner == inner_approval{"b", "a->b", "rb", "s2"});
+  CHECK(pause.pending[0].on_expiry == verdict::approve);
+  CHECK(pending_approvals(h.history(), "r1") == pause.pending);
+  CHECK(h.state().status == react_status::awaiting_input);
+  CHECK(of_kind(h, entry_kind::tool_result).empty());  // the call is open, not finished
+
+  SECTION("a decision is committed here and passed down with the other agent's ids") {
+    const auto next = h.feed(decide("o1/s2", verdict::approve));
+    CHECK(only<decision_answer>(next).taken);
+    const pass_down down = only<pass_down>(next);
+    CHECK(down.agent_id == "b");
+    CHECK(down.thread_id == "a->b");
+    CHECK(down.tool_call_id == "o1");
+    const decision& d = std::get<decision>(down.what);
+    CHECK(d.request_id == "rb");
+    CHECK(d.tool_call_id == "s2");
+    CHECK(d.decided_by == "ada");
+    REQUIRE(find_decision(h.history(), "r1", "o1/s2"));
+    CHECK(relayed_to(*find_decision(h.history(), "r1", "o1/s2"))->inner.request_id == "rb");
+    // s3 still waits: the request is still paused, saying so again.
+    CHECK(only<awaiting_input>(next).pending.size() == 1);
+    SECTION("b pausing still on s3 asks nothing again") {
+      CHECK(h.feed(inner_paused(ask, {"s3"})).empty());
+      CHECK(of_kind(h, entry_kind::approval_request).size() == 2);
+    }
+    SECTION("b's answer, once every call is decided, is the call's result") {
+      h.feed(decide("o1/s3", verdict::reject));
+      CHECK(h.state().status == react_status::awaiting_tools);
+      CHECK(all_of_type<llm_stream>(h.feed(result_of(ask, "inner: sent to bob"))).size() == 1);
+      CHECK(result_for(h, "o1")->outcome_json() == "inner: sent to bob");
+      CHECK(open_approval_requests(h.history()).empty());
+    }
+  }
+  SECTION("a decision for a call b does not list is not_found") {
+    const decision_answer a = only<decision_answer>(h.feed(decide("o1/nope", verdict::approve)));
+    REQUIRE(a.error);
+    CHECK(a.error->type == error_type::not_found);
+  }
+  SECTION("at the deadline b's default is committed here and passed down, marked expire") {
+    h.now = 6'000;
+    const auto next = h.feed(approval_tick{"r1"});
+    const auto downs = all_of_type<pass_down>(next);
+    REQUIRE(downs.size() == 2);
+    CHECK(std::get<decision>(downs[0].what).expire);
+    CHECK(std::get<decision>(downs[0].what).answer == verdict::approve);
+    CHECK(find_decision(h.history(), "r1", "o1/s2")->payload.at("decided_by") == "expiry");
+  }
+  SECTION("a cancel cancels b's request and answers the call cancelled") {
+    const auto next = h.feed(cancel{"r1", "stop"});
+    const pass_down down = only<pass_down>(next);
+    CHECK(std::get<cancel>(down.what).request_id == "rb");
+    CHECK(result_for(h, "o1")->outcome_json().at("type") == "cancelled");
+    CHECK(open_approval_requests(h.history()).empty());
+  }
+  SECTION("a restart rebuilds it paused, and the repair leaves the call alone") {
+    thread t(h.history().snapshot());
+    CHECK(interrupted_tool_results(t).empty());
+    const std::optional<react_state> paused = paused_request(t);
+    REQUIRE(paused);
+    REQUIRE(paused->tool_calls.size() == 1);
+    CHECK(paused->tool_calls[0].awaiting_until == 5'000);
+    CHECK(!paused->tool_calls[0].outcome);
   }
 }
