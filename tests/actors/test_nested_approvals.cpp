@@ -9,6 +9,7 @@
 #include "support/sqlite_file.hpp"
 
 #include <atomic>
+#include <mutex>
 
 using namespace troupe;
 using namespace troupe::testing;
@@ -251,4 +252,23 @@ TEST_CASE("an inner pause outlives its runtime: after a restart a decision to th
   REQUIRE(outer);
   CHECK(every_call_answered(*outer));
   CHECK(outer->of_kind(entry_kind::tool_result).size() == 1);
+}
+
+TEST_CASE("the outer request's subscriber sees the inner call's pause as a direct one's") {
+  nested n;
+  runtime rt({.provider = n.outer});
+  n.set_up(rt);
+  std::mutex m;
+  std::vector<approval_requested_event> asked;
+  ask_options o{.request_id = "rA"};
+  o.on_event = [&](const stream_event& e) {
+    std::lock_guard lock(m);
+    if (const auto* a = std::get_if<approval_requested_event>(&e)) asked.push_back(*a);
+  };
+  const reply paused = must_reply(rt.find_agent("a")->ask("mail bob via b", std::move(o)));
+  check_surfaced(paused);
+  std::lock_guard lock(m);
+  REQUIRE(asked.size() == 1);
+  CHECK(asked[0].request_id == "rA");
+  CHECK(asked[0].pending == paused.pending);
 }
