@@ -1,6 +1,7 @@
 #include "actors/detail/agent_observe.hpp"
 
 #include "base/overloaded.hpp"
+#include "strategy/inner_pause.hpp"
 
 namespace troupe {
 
@@ -49,7 +50,9 @@ std::optional<observation> observe(const react_state& state, const signal& s, bo
                              r.tool_name,
                              false,
                              std::nullopt};
-            if (with_event)
+            // An agent used as a tool that paused has not finished: the
+            // approval_requested_event that follows says what it waits for.
+            if (with_event && !read_inner_pause(r.outcome))
               seen.event = stream_event{tool_finished_event{state.request_id, r.tool_call_id, r.tool_name, r.outcome}};
             return seen;
           },

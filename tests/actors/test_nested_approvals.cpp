@@ -254,16 +254,18 @@ TEST_CASE("an inner pause outlives its runtime: after a restart a decision to th
   CHECK(outer->of_kind(entry_kind::tool_result).size() == 1);
 }
 
-TEST_CASE("the outer request's subscriber sees the inner call's pause as a direct one's") {
+TEST_CASE("the outer request's subscriber sees the inner call's pause as a direct one's, and no end of the call") {
   nested n;
   runtime rt({.provider = n.outer});
   n.set_up(rt);
   std::mutex m;
   std::vector<approval_requested_event> asked;
+  int finished_tools = 0;
   ask_options o{.request_id = "rA"};
   o.on_event = [&](const stream_event& e) {
     std::lock_guard lock(m);
     if (const auto* a = std::get_if<approval_requested_event>(&e)) asked.push_back(*a);
+    finished_tools += std::holds_alternative<tool_finished_event>(e);
   };
   const reply paused = must_reply(rt.find_agent("a")->ask("mail bob via b", std::move(o)));
   check_surfaced(paused);
@@ -271,4 +273,5 @@ TEST_CASE("the outer request's subscriber sees the inner call's pause as a direc
   REQUIRE(asked.size() == 1);
   CHECK(asked[0].request_id == "rA");
   CHECK(asked[0].pending == paused.pending);
+  CHECK(finished_tools == 0);  // the call to b has not finished
 }
