@@ -142,6 +142,7 @@ agent_actor::behavior_type agent_behavior(agent_self self, agent_launch launch, 
     st.seeded =
         std::make_unique<seeded_source>(seeded_source{random_ids(*st.ctx->seed ^ st.executor_key), seeded_epoch_ms});
   st.threads = thread_table<thread_slot>({st.profile->max_loaded_threads, st.profile->thread_idle_timeout});
+  agent_logic(self).expire_stored_pauses();
   return detail::dispatched_behavior<agent_actor>(self, agent_dispatch);
 }
 

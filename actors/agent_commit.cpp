@@ -21,8 +21,9 @@ void agent_logic::run(thread_slot& slot, const signal& s) {
     return;
   }
   if (const auto* delta = std::get_if<llm_delta>(&s)) return slot.conversation.absorb(*delta);
-  react_thread::prepared_step step = slot.conversation.prepare(
-      *st_.config, s, now_ms(), ids(), st_.system_prompt ? std::string_view(*st_.system_prompt) : std::string_view());
+  react_thread::prepared_step step =
+      slot.conversation.prepare(*st_.config, s, now_ms(), ids(),
+                                st_.system_prompt ? std::string_view(*st_.system_prompt) : std::string_view(), st_.id);
   if (!step.writes()) {
     take(slot, std::move(step));
     return;

@@ -5,7 +5,10 @@
 #include "actors/detail/agent_state.hpp"
 #include "runtime/detail/thrown_by.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <limits>
+#include <map>
 
 namespace troupe::detail {
 
@@ -141,6 +144,40 @@ void agent_logic::reload(thread_slot& slot, const std::string& thread_id) {
   if (slot.lease) release(thread_id, *slot.lease);
   slot.lease.reset();
   load_async(thread_id);
+}
+
+// A pause outlives its runtime, and nobody may load its thread again: at
+// its start, an agent whose calls may wait for a person (it has approval
+// rules or a tool a person answers) reads its open pauses from the store
+// and sends each request an approval_tick at its earliest deadline. The
+// tick loads the thread, and the default is committed as for a pause in
+// memory. Seeded, the tick comes at once instead: the load schedules the
+// next from the agent's logical clock (schedule_expiry), and a tick before
+// the deadline changes nothing.
+void agent_logic::expire_stored_pauses() {
+  const react_config& c = *st_.config;
+  const bool asks = (c.approvals && !c.approvals->empty()) ||
+                    (c.tools && std::any_of(c.tools->begin(), c.tools->end(),
+                                            [](const tool_spec& t) { return t.answered_by_person; }));
+  if (!asks) return;
+  stores().submit([self = handle(), store = stores().shared_store(), id = st_.id,
+                   seeded = st_.ctx->seed.has_value()](store_job_status why) {
+    if (why != store_job_status::run) return;
+    stored<std::vector<open_pause>> found = std::vector<open_pause>{};
+    if (thrown_by([&] { found = store->open_pauses(id); }) || !found) return;  // found again at the next load
+    std::map<std::pair<std::string, std::string>, std::int64_t> due;           // the earliest deadline of each request
+    for (const open_pause& p : *found) {
+      auto [it, fresh] = due.try_emplace({p.thread_id, p.request_id}, p.expires_at);
+      if (!fresh) it->second = std::min(it->second, p.expires_at);
+    }
+    const std::int64_t now = wall_clock_ms();
+    for (const auto& [where, at] : due) {
+      if (at == std::numeric_limits<std::int64_t>::max()) continue;  // no deadline
+      const std::int64_t wait = seeded ? 0 : std::max<std::int64_t>(0, at - now);
+      caf::delayed_anon_send(self, std::chrono::milliseconds(wait), signal_atom::value, where.first,
+                             signal{approval_tick{where.second}});
+    }
+  });
 }
 
 // Gives a lease up, so that another process need not wait for it to expire.

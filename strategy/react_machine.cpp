@@ -41,8 +41,14 @@ class stepper {
   // The state is copied once, here: the step returns its successor and
   // leaves the caller's as it was (a failed commit keeps the old one).
   stepper(const react_config& config, std::string_view system_prompt, const react_state& state,
-          const thread_view& thread, std::int64_t now_ms, id_source& ids)
-      : config_(config), system_prompt_(system_prompt), state_(state), thread_(thread), now_ms_(now_ms), ids_(ids) {}
+          const thread_view& thread, std::int64_t now_ms, id_source& ids, std::string_view agent)
+      : config_(config),
+        system_prompt_(system_prompt),
+        agent_(agent),
+        state_(state),
+        thread_(thread),
+        now_ms_(now_ms),
+        ids_(ids) {}
 
   step_result run(const signal& input) && {
     std::visit([this](const auto& s) { on(s); }, input);
@@ -291,10 +297,12 @@ class stepper {
     return a;
   }
 
-  static json::object approval_payload(const open_approval& a) {
+  json::object approval_payload(const open_approval& a) const {
     json::object payload{
         {"tool", a.tool}, {"arguments", a.arguments}, {"reason", a.reason}, {"expires_at", a.expires_at}};
     if (a.question) payload.emplace("question", true);
+    // Who asked: a runtime started again finds the pauses whose deadlines it keeps by it.
+    if (!agent_.empty()) payload.emplace("agent", agent_);
     // What the deadline brings, for an agent that used this one as a tool.
     if (a.on_expiry == verdict::approve) payload.emplace("on_expiry", to_string(a.on_expiry));
     return payload;
@@ -730,6 +738,7 @@ class stepper {
 
   const react_config& config_;
   const std::string_view system_prompt_;
+  const std::string_view agent_;
   react_state state_;
   const thread_view& thread_;
   const std::int64_t now_ms_;
@@ -746,8 +755,9 @@ class stepper {
 }  // namespace
 
 step_result step(const react_config& config, const react_state& state, const thread_view& thread, const signal& input,
-                 std::int64_t now_ms, id_source& ids, std::optional<std::string_view> system_prompt) {
-  return stepper(config, system_prompt.value_or(config.system_prompt), state, thread, now_ms, ids).run(input);
+                 std::int64_t now_ms, id_source& ids, std::optional<std::string_view> system_prompt,
+                 std::string_view agent) {
+  return stepper(config, system_prompt.value_or(config.system_prompt), state, thread, now_ms, ids, agent).run(input);
 }
 
 bool absorb_delta(react_state& state, const llm_delta& d) {

@@ -31,9 +31,12 @@ struct step_result {
 
 // `system_prompt`, when given, stands for the config's own: agents that
 // differ only in their prompts (a simulation's personas) share one config,
-// and each passes its prompt here.
+// and each passes its prompt here. `agent`, when given, is recorded in each
+// approval_request entry: the agent whose rules decide the call's default,
+// so that a runtime restarted finds its pauses (thread_store::open_pauses).
 step_result step(const react_config& config, const react_state& state, const thread_view& thread, const signal& input,
-                 std::int64_t now_ms, id_source& ids, std::optional<std::string_view> system_prompt = std::nullopt);
+                 std::int64_t now_ms, id_source& ids, std::optional<std::string_view> system_prompt = std::nullopt,
+                 std::string_view agent = {});
 
 // What step() does with a streamed delta, done to `state` in place: a delta
 // only grows the stream buffers and writes no entry and no directive, so an

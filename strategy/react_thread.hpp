@@ -38,10 +38,11 @@ class react_thread {
     bool writes() const { return next.has_value(); }
   };
 
-  // `system_prompt`: as for step().
+  // `system_prompt` and `agent`: as for step().
   prepared_step prepare(const react_config& config, const signal& input, std::int64_t now_ms, id_source& ids,
-                        std::optional<std::string_view> system_prompt = std::nullopt) const {
-    step_result r = step(config, state_, thread_, input, now_ms, ids, system_prompt);
+                        std::optional<std::string_view> system_prompt = std::nullopt,
+                        std::string_view agent = {}) const {
+    step_result r = step(config, state_, thread_, input, now_ms, ids, system_prompt, agent);
     // Most steps (every streamed delta) write nothing: no copy of the thread for them.
     std::optional<thread> next;
     entry_range committed;

@@ -21,7 +21,7 @@ inline constexpr std::string_view note = "note";
 inline constexpr std::string_view error = "error";
 inline constexpr std::string_view checkpoint = "checkpoint";
 // A tool call waiting for a person, and the person's (or the deadline's) answer:
-//   approval_request  {tool, arguments, reason, expires_at}          refs.tool_call_id
+//   approval_request  {tool, arguments, reason, expires_at, question?, agent?}   refs.tool_call_id
 //   decision          {verdict, decided_by, message?, arguments?, idempotency_key?, expired?}
 // Rare beside the others, they are not interned.
 inline constexpr std::string_view approval_request = "approval_request";

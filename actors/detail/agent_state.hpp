@@ -237,6 +237,7 @@ class agent_logic {
   bool settled();
   void after_store_answer();
   void unload_idle_threads();
+  void expire_stored_pauses();
 
  private:
   std::variant<thread_slot*, reply> slot_for(const std::string& thread_id, const std::string& request_id);

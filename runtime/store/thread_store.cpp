@@ -2,7 +2,9 @@
 
 #include "runtime/store/thread_lease.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <set>
 #include <stdexcept>
 
 namespace troupe {
@@ -19,6 +21,27 @@ stored<std::vector<entry>> thread_store::request_entries(const std::string& thre
   }
   std::vector<entry> out;
   for (const entry* e : t->with_ref("request_id", boost::json::value(request_id))) out.push_back(*e);
+  return out;
+}
+
+stored<std::vector<open_pause>> thread_store::open_pauses(const std::string& agent_id) {
+  std::vector<std::string> ids = list();
+  std::sort(ids.begin(), ids.end());
+  std::vector<open_pause> out;
+  for (const std::string& id : ids) {
+    auto t = load(id);
+    if (!t) {
+      if (t.error().type == "not_found") continue;  // removed since it was listed
+      return t.error();
+    }
+    std::set<std::pair<std::string_view, std::string_view>> closed;
+    for (const entry* e : t->of_kinds({entry_kind::decision, entry_kind::tool_result}))
+      closed.emplace(e->refs.request_id(), e->refs.tool_call_id());
+    for (const entry* e : t->of_kind(entry_kind::approval_request))
+      if (e->payload.string("agent") == agent_id && !closed.count({e->refs.request_id(), e->refs.tool_call_id()}))
+        out.push_back(open_pause{id, std::string(e->refs.request_id()), std::string(e->refs.tool_call_id()),
+                                 e->payload.integer("expires_at").value_or(0)});
+  }
   return out;
 }
 

@@ -51,6 +51,17 @@ using append_done = std::function<void(stored<std::uint64_t>)>;
 struct thread_lease;  // thread_lease.hpp
 using lease_done = std::function<void(stored<thread_lease>)>;
 
+// A tool call that waits for a person's decision (an approval_request
+// entry with neither a decision nor a result): where, and until when.
+struct open_pause {
+  std::string thread_id;
+  std::string request_id;
+  std::string tool_call_id;
+  std::int64_t expires_at = 0;
+
+  friend bool operator==(const open_pause&, const open_pause&) = default;
+};
+
 struct commit_batching {
   std::uint64_t transactions = 0;
   std::uint64_t commits = 0;
@@ -72,6 +83,12 @@ class thread_store {
   // so that the cost is the request's, not the thread's. The default loads
   // the thread and picks them out.
   virtual stored<std::vector<entry>> request_entries(const std::string& thread_id, const std::string& request_id);
+  // The calls that wait for a decision, on every thread, that the agent
+  // `agent_id` asked for (the approval_request entry's "agent"), by thread
+  // and seq: what a runtime started again must expire at their deadlines,
+  // though nobody loads their threads. The durable stores find them by an
+  // index of approval requests. The default loads every thread.
+  virtual stored<std::vector<open_pause>> open_pauses(const std::string& agent_id);
   // Commits `t`, which must extend the stored thread: its entries beyond the
   // stored ones are the new ones, and only those are written. `expected_rev`
   // is the rev the writer last saw (0 for a thread new to the store); any

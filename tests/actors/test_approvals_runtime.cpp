@@ -75,6 +75,15 @@ bool answered_after_expiry(const agent& a) {
                       R"(done: {"error":{"type":"expired","message":"no decision came before the deadline"}})");
 }
 
+// The thread's one decision is the deadline's.
+bool decided_by_expiry_alone(const agent& a) {
+  const auto t = a.snapshot();
+  if (!t) return false;
+  const auto decisions = t->of_kind(entry_kind::decision);
+  return decisions.size() == 1 && decisions[0]->payload.at("expired") == true &&
+         decisions[0]->payload.at("decided_by") == "expiry";
+}
+
 // "mail bob" asks for send alone (the thread is idle once it pauses);
 // shown send's result, the model answers with it; anything else is answered
 // at once.
@@ -434,12 +443,36 @@ TEST_CASE("a pause nobody decides takes its rule's default at the deadline") {
   // The agent's tick commits the default (reject) and the request goes on to its answer.
   CHECK(eventually([&] { return answered_after_expiry(a); }));
   CHECK(tools.sends == 0);
-  const auto t = a.snapshot();
-  REQUIRE(t);
-  const auto decisions = t->of_kind(entry_kind::decision);
-  REQUIRE(decisions.size() == 1);
-  CHECK(decisions[0]->payload.at("expired") == true);
-  CHECK(decisions[0]->payload.at("decided_by") == "expiry");
+  CHECK(decided_by_expiry_alone(a));
+}
+
+TEST_CASE("a pause nobody touches after a restart takes its default at the deadline") {
+  sqlite_file file("troupe-expiry-restart");
+  counted_tools tools;
+  agent_spec spec = supervised();
+  spec.approvals["send"].timeout_ms = 1'000;
+  {
+    runtime first({.provider = send_when_asked(), .store = std::make_shared<sqlite_store>(file.path.string())});
+    tools.add_to(first);
+    agent a = first.spawn_agent(spec);
+    REQUIRE(must_reply(a.ask("mail bob", {.request_id = "r1"})).paused());
+  }
+  // The first runtime is gone before the deadline: nothing decided yet.
+  auto store = std::make_shared<sqlite_store>(file.path.string());
+  auto open = store->open_pauses("a");
+  REQUIRE(open.has_value());
+  REQUIRE(open->size() == 1);
+  CHECK((*open)[0].request_id == "r1");
+
+  runtime second({.provider = send_when_asked(), .store = store});
+  tools.add_to(second);
+  agent a = second.spawn_agent(spec);
+  // Nobody asks, decides or cancels: a snapshot reads the store without
+  // loading the thread.
+  CHECK(eventually([&] { return answered_after_expiry(a); }));
+  CHECK(tools.sends == 0);
+  CHECK(decided_by_expiry_alone(a));
+  CHECK(store->open_pauses("a")->empty());
 }
 
 TEST_CASE("a turn's later deadline gets its own tick once the earlier one expired") {

@@ -721,6 +721,12 @@ constexpr const char* migrations[] = {
   END
   $$;
 )",
+    // 10: the approval requests, by the agent that asked (open_pauses: a
+    // runtime started again finds the calls whose deadlines it must keep,
+    // without reading every thread). Partial: approval requests are rare.
+    R"(
+  CREATE INDEX entries_approvals ON entries ((payload->>'agent'), thread_id, seq) WHERE kind = 'approval_request';
+)",
 };
 static_assert(std::size(migrations) == schema_version);
 

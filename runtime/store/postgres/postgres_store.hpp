@@ -75,6 +75,9 @@ class postgres_store final : public thread_store, public conversation_store {
   stored<thread> load(const std::string& thread_id) override;
   // By the index on (thread_id, refs->>'request_id', seq).
   stored<std::vector<entry>> request_entries(const std::string& thread_id, const std::string& request_id) override;
+  // By the index of approval requests, each checked for a decision or a
+  // result by entries_by_request.
+  stored<std::vector<open_pause>> open_pauses(const std::string& agent_id) override;
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override;
   stored<std::uint64_t> append_fenced(const thread_view& t, std::uint64_t expected_rev,
                                       const thread_lease& fence) override;

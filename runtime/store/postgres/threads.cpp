@@ -115,6 +115,26 @@ stored<std::vector<entry>> postgres_store::request_entries(const std::string& th
   });
 }
 
+stored<std::vector<open_pause>> postgres_store::open_pauses(const std::string& agent_id) {
+  return pool_->read([&](PGconn* c) -> stored<std::vector<open_pause>> {
+    // The expressions are entries_approvals' and entries_by_request's (migrations.cpp).
+    static const char* sql =
+        "SELECT a.thread_id, a.refs->>'request_id', a.refs->>'tool_call_id', "
+        "COALESCE(a.payload->>'expires_at', '0') FROM entries a "
+        "WHERE a.kind = 'approval_request' AND a.payload->>'agent' = $1 AND NOT EXISTS ("
+        "SELECT 1 FROM entries d WHERE d.thread_id = a.thread_id AND d.refs->>'request_id' = a.refs->>'request_id' "
+        "AND d.kind IN ('decision', 'tool_result') AND d.refs->>'tool_call_id' = a.refs->>'tool_call_id') "
+        "ORDER BY a.thread_id, a.seq";
+    result rows = run(c, sql, {agent_id});
+    if (!rows.ok()) return rows.error(c, "read the open approval requests of agent " + agent_id);
+    std::vector<open_pause> out;
+    out.reserve(static_cast<std::size_t>(rows.rows()));
+    for (int i = 0; i < rows.rows(); ++i)
+      out.push_back(open_pause{rows.text(i, 0), rows.text(i, 1), rows.text(i, 2), rows.int64(i, 3)});
+    return out;
+  });
+}
+
 stored<std::uint64_t> postgres_store::append(const thread_view& t, std::uint64_t expected_rev) {
   return append_as(t, expected_rev, nullptr);
 }

@@ -92,6 +92,13 @@ constexpr const char* migrations[] = {
     R"(
   CREATE INDEX entries_by_request ON entries (thread_id, json_extract(refs, '$.request_id'), seq);
 )",
+    // 6: the approval requests, by the agent that asked (open_pauses: a
+    // runtime started again finds the calls whose deadlines it must keep,
+    // without reading every thread). Partial: approval requests are rare.
+    R"(
+  CREATE INDEX entries_approvals ON entries (json_extract(payload, '$.agent'), thread_id, seq)
+    WHERE kind = 'approval_request';
+)",
 };
 static_assert(std::size(migrations) == schema_version);
 

@@ -54,6 +54,9 @@ class sqlite_store final : public thread_store, public conversation_store {
   stored<thread> load(const std::string& thread_id) override;
   // By the index on (thread_id, refs' request_id, seq).
   stored<std::vector<entry>> request_entries(const std::string& thread_id, const std::string& request_id) override;
+  // By the index of approval requests, each checked for a decision or a
+  // result by entries_by_request.
+  stored<std::vector<open_pause>> open_pauses(const std::string& agent_id) override;
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override;
   // Commits from agents queue for the writer thread's next transaction.
   commit_path path() const override { return commit_path::queued; }
@@ -91,7 +94,7 @@ class sqlite_store final : public thread_store, public conversation_store {
   using commit_stats = sqlite::commit_stats;
   commit_stats stats() const;
 
-  static constexpr int schema_version = 5;
+  static constexpr int schema_version = 6;
 
  private:
   // Runs `work` in the next group transaction; its error, or the

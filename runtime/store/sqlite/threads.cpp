@@ -93,6 +93,30 @@ stored<std::vector<entry>> sqlite_store::request_entries(const std::string& thre
   return out;
 }
 
+stored<std::vector<open_pause>> sqlite_store::open_pauses(const std::string& agent_id) {
+  sqlite::reader_pool::reader r(*readers_);
+  if (!r) return r.failure();
+  connection& c = *r;
+  const std::string what = "read the open approval requests of agent " + agent_id;
+  // The expressions are entries_approvals' and entries_by_request's (migrations.cpp).
+  statement s(c,
+              "SELECT a.thread_id, json_extract(a.refs, '$.request_id'), json_extract(a.refs, '$.tool_call_id'), "
+              "json_extract(a.payload, '$.expires_at') FROM entries a "
+              "WHERE a.kind = 'approval_request' AND json_extract(a.payload, '$.agent') = ? AND NOT EXISTS ("
+              "SELECT 1 FROM entries d WHERE d.thread_id = a.thread_id "
+              "AND json_extract(d.refs, '$.request_id') = json_extract(a.refs, '$.request_id') "
+              "AND d.kind IN ('decision', 'tool_result') "
+              "AND json_extract(d.refs, '$.tool_call_id') = json_extract(a.refs, '$.tool_call_id')) "
+              "ORDER BY a.thread_id, a.seq");
+  if (!s) return c.io_error(what);
+  s.bind(1, agent_id);
+  std::vector<open_pause> out;
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) out.push_back(open_pause{s.text(0), s.text(1), s.text(2), s.int64(3)});
+  if (rc != SQLITE_DONE) return c.io_error(what);
+  return out;
+}
+
 namespace {
 
 // The thread's lease as the writer's transaction sees it; none if never

@@ -201,6 +201,44 @@ TEMPLATE_TEST_CASE("a request's entries are read by its id, in seq order, and on
   }
 }
 
+TEMPLATE_TEST_CASE("the open approval requests an agent asked for are found without loading their threads", "[store]",
+                   memory_backend, compact_memory_backend, sqlite_backend, postgres_backend) {
+  TestType backend;
+  REQUIRE_BACKEND(backend);
+  thread_store& store = backend.threads();
+  sequential_ids ids;
+  auto asked = [](std::string agent, std::string request_id, std::string tool_call_id, std::int64_t expires_at) {
+    return entry_draft{"approval_request",
+                       {{"tool", "send"}, {"arguments", json::object{}}, {"expires_at", expires_at}, {"agent", agent}},
+                       entry_refs::of(request_id, 1, "c-" + request_id, tool_call_id)};
+  };
+  auto closed = [](std::string kind, std::string request_id, std::string tool_call_id) {
+    return entry_draft{
+        std::move(kind), {{"verdict", "approve"}}, entry_refs::of(request_id, 1, "c-" + request_id, tool_call_id)};
+  };
+  thread t1("t1", 1), t2("t2", 1), t3("t3", 1);
+  // t1: r1's k1 decided, k2 answered (a cancel's result), k3 still open.
+  commit(store, t1,
+         {asked("a", "r1", "k1", 100), asked("a", "r1", "k2", 200), asked("a", "r1", "k3", 300),
+          closed("decision", "r1", "k1"), closed("tool_result", "r1", "k2")},
+         10, ids);
+  // t2: another agent's pause, and one of a's whose tool call id another request decided.
+  commit(store, t2, {asked("b", "r2", "k1", 400), asked("a", "r3", "k1", 500), closed("decision", "r2", "k1")}, 11,
+         ids);
+  // t3: nothing of a's.
+  commit(store, t3, {note(0)}, 12, ids);
+
+  auto a = store.open_pauses("a");
+  REQUIRE(a.has_value());
+  CHECK(*a == std::vector<open_pause>{{"t1", "r1", "k3", 300}, {"t2", "r3", "k1", 500}});
+  auto b = store.open_pauses("b");
+  REQUIRE(b.has_value());
+  CHECK(b->empty());
+  auto nobody = store.open_pauses("c");
+  REQUIRE(nobody.has_value());
+  CHECK(nobody->empty());
+}
+
 TEMPLATE_TEST_CASE("a conversation store maps a user's chat to one thread", "[store][conversations]", memory_backend,
                    compact_memory_backend, sqlite_backend, postgres_backend) {
   TestType backend;

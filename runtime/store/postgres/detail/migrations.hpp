@@ -7,7 +7,7 @@
 
 namespace troupe::postgres {
 
-inline constexpr int schema_version = 9;
+inline constexpr int schema_version = 10;
 
 // Brings the database behind `c` to schema_version (tests stop at an
 // earlier `target` to build a database as an older troupe left it). Throws

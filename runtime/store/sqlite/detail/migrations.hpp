@@ -9,7 +9,7 @@
 
 namespace troupe::sqlite {
 
-inline constexpr int schema_version = 5;
+inline constexpr int schema_version = 6;
 
 // Brings the file behind `c` (named `path` in errors) to schema_version.
 // Throws std::runtime_error when the file is newer than this troupe or a
