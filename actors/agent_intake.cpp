@@ -167,7 +167,7 @@ void agent_logic::finish(thread_slot& slot, reply r) {
       r.outcome = error_info::of(error_type::shutdown, "the agent stopped before the request finished");
     report_request_end(slot, r);
     forget_request(r.request_id);
-    slot.running->answer.deliver(std::move(r));
+    slot.running->deliver(std::move(r));
     slot.running.reset();
   }
   slot.asks.end();
@@ -185,7 +185,7 @@ void agent_logic::fail_every_ask(thread_slot& slot, const char* type, const std:
   if (slot.running) {
     const std::string id = slot.asks.running();
     forget_request(id);
-    slot.running->answer.deliver(refused(id, type, message));
+    slot.running->deliver(refused(id, type, message));
     slot.running.reset();
   }
   fail_queued_asks(slot, type, message);
@@ -267,6 +267,28 @@ void agent_logic::schedule_expiry(thread_slot& slot) {
                       slot.conversation.history().id(), signal{approval_tick{state.request_id.str()}});
 }
 
+// The reply a request that ran on from a decision ended with (or paused
+// again with), as its thread records it: for a decision repeated after
+// that. The token usage and iterations are not in the thread.
+reply agent_logic::reply_of_ended(const thread_view& t, const std::string& request_id) {
+  if (auto pending = pending_approvals(t, request_id); !pending.empty())
+    return paused_reply(request_id, {}, 0, std::move(pending));
+  const auto entries = t.with_ref("request_id", boost::json::value(request_id));
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+    const entry& e = **it;
+    if (e.kind == entry_kind::error)
+      return reply{request_id,
+                   error_info::of(std::string(string_field(e.payload, "type").value_or(error_type::agent_failed)),
+                                  std::string(string_field(e.payload, "message").value_or(""))),
+                   {},
+                   0};
+    if (e.kind == entry_kind::message && string_field(e.payload, "role") == "assistant")
+      return reply{request_id, std::string(string_field(e.payload, "content").value_or("")), {}, 0};
+  }
+  return refused(request_id, error_type::already_decided,
+                 "the request of this decision went on, and its thread does not show how it ended");
+}
+
 reply agent_logic::paused_reply(const std::string& request_id, token_usage usage, int iterations,
                                 std::vector<open_approval> pending) {
   const std::string message =
@@ -307,6 +329,11 @@ void agent_logic::answer_decision(thread_slot& slot, decision_answer x) {
     if (!st_.thread_of) st_.thread_of = std::make_unique<std::unordered_map<std::string, std::string>>();
     (*st_.thread_of)[x.request_id] = thread_id;
     return;
+  }
+  if (!x.taken) {  // the same decision again, taken before: answered as the first was
+    if (same && state.busy() && slot.running && slot.asks.running() == x.request_id)
+      return slot.running->repeats.push_back(std::move(answer));
+    if (!(same && state.busy())) return answer.deliver(reply_of_ended(slot.conversation.history(), x.request_id));
   }
   answer.deliver(refused(
       x.request_id, error_type::already_decided,

@@ -39,6 +39,7 @@ struct broker_state {
   // deadline instead.
   std::set<std::pair<steady::time_point, std::string>> deadlines;
   std::optional<steady::time_point> timer_due;
+  std::uint64_t decides_again = 0;  // numbers the keys of decisions sent while one is awaited
 
   // A broker that dies (it should not: callbacks are guarded) still ends
   // every request it held; its pool starts another.
@@ -58,14 +59,11 @@ class broker_logic {
   // for several calls of one request may be awaited at once, beside the
   // request's own ask.
   void decide(std::string thread_id, decision d, agent_actor agent, std::shared_ptr<request::state> s) {
-    const std::string key = "decision\x1f" + d.request_id + "\x1f" + d.tool_call_id;
-    if (st_.pending.contains(key)) {
-      if (auto thrown = s->settle(failed(
-              d.request_id, error_type::duplicate_request,
-              "a decision for tool call " + d.tool_call_id + " of request " + d.request_id + " is still awaited")))
-        report_callback_failure(*s, *thrown);
-      return;
-    }
+    // A decision sent again while the first is awaited (a repeat with the
+    // same idempotency key, or a second opinion the agent refuses) is
+    // followed too, under a key numbered apart.
+    std::string key = "decision\x1f" + d.request_id + "\x1f" + d.tool_call_id;
+    if (st_.pending.contains(key)) key += "\x1f" + std::to_string(++st_.decides_again);
     const event_sink_actor events = s->on_event ? caf::actor_cast<event_sink_actor>(self_) : event_sink_actor{};
     if (events) st_.decide_streams[d.request_id].push_back(key);
     follow(key, std::move(s), agent);

@@ -138,7 +138,8 @@ class agent {
   // its default), the request paused still when other calls wait, or else
   // the reply of the request it continued, when it pauses again or ends.
   // Sent again with the same idempotency key, a decision that was taken
-  // commits nothing more.
+  // commits nothing more and is answered as the first: with the request's
+  // next pause or end, or with how its thread shows it ended.
   request decide(decision d, ask_options options = {}) const;
   // The thread as it is now (empty thread_id: the default thread); nullopt if
   // the agent is not running or did not answer in time.

@@ -60,6 +60,14 @@ struct asker {
   promise_guard<reply> answer;
   event_sink_actor events;  // invalid: nobody subscribed
   std::int64_t started_us = 0;
+  // Repeats (the same idempotency key) of the decision that continued the
+  // request, which are answered as it is.
+  std::vector<promise_guard<reply>> repeats{};
+
+  void deliver(reply r) {
+    for (promise_guard<reply>& p : repeats) p.deliver(r);
+    answer.deliver(std::move(r));
+  }
 };
 
 // A decide waiting for its step's answer (decision_answer).
@@ -218,6 +226,7 @@ class agent_logic {
   void schedule_expiry(thread_slot& slot);
   static reply paused_reply(const std::string& request_id, token_usage usage, int iterations,
                             std::vector<open_approval> pending);
+  static reply reply_of_ended(const thread_view& t, const std::string& request_id);
   void answer_decision(thread_slot& slot, decision_answer x);
 
   // A request that ran or waited here is done with.

@@ -14,6 +14,7 @@
 #include "support/sqlite_file.hpp"
 
 #include <atomic>
+#include <future>
 #include <iostream>
 #include <mutex>
 
@@ -209,9 +210,11 @@ TEST_CASE("a request that needs approval pauses, and a decision continues it") {
       CHECK(error_type_of(must_reply(a.decide(decide("r1", verdict::reject)))) == error_type::already_decided);
     }
   }
-  SECTION("the same decision sent twice is committed once, and its call runs once") {
+  SECTION(
+      "the same decision sent twice is committed once, its call runs once, and the repeat is answered as the first") {
     CHECK(answer_of(must_reply(a.decide(decide("r1", verdict::approve, "k1")))) == "done: sent to bob");
-    must_reply(a.decide(decide("r1", verdict::approve, "k1")));
+    // The request it continued has ended: the repeat hears that end.
+    CHECK(answer_of(must_reply(a.decide(decide("r1", verdict::approve, "k1")))) == "done: sent to bob");
     CHECK(tools.sends == 1);
     const auto t = a.snapshot();
     REQUIRE(t);
@@ -239,6 +242,31 @@ TEST_CASE("a request that needs approval pauses, and a decision continues it") {
   SECTION("a new question while paused is refused as busy") {
     CHECK(error_type_of(must_reply(a.ask("anything else?"))) == error_type::busy);
   }
+}
+
+TEST_CASE("a decision repeated while the request it continued runs is answered with that request's end") {
+  // send blocks until the test lets it go: the request runs meanwhile.
+  std::promise<void> go;
+  std::shared_future<void> gate = go.get_future().share();
+  std::atomic<int> sends{0};
+  runtime rt({.provider = send_when_asked()});
+  rt.tools().add(make_tool("send", [&](const json::object& a, const tool_context&) {
+    ++sends;
+    gate.wait();
+    return json::value("sent to " + std::string(a.at("to").as_string()));
+  }));
+  agent_spec spec{.id = "a", .model = "m", .tools = {"send"}};
+  spec.approvals["send"] = approval_rule{approval_mode::always};
+  agent a = rt.spawn_agent(spec);
+  REQUIRE(must_reply(a.ask("mail bob", {.request_id = "r1"})).paused());
+
+  const request first = a.decide(decide("r1", verdict::approve, "k1"));
+  REQUIRE(eventually([&] { return sends == 1; }));
+  const request again = a.decide(decide("r1", verdict::approve, "k1"));
+  go.set_value();
+  CHECK(answer_of(must_reply(first)) == "done: sent to bob");
+  CHECK(answer_of(must_reply(again)) == "done: sent to bob");
+  CHECK(sends == 1);
 }
 
 TEST_CASE("a subscriber sees the pause as an event: the calls that wait, placed after the model's batch") {
