@@ -61,8 +61,19 @@ void agent_logic::run(thread_slot& slot, const signal& s) {
 // that continues the request is its asker when they start).
 void agent_logic::take(thread_slot& slot, react_thread::prepared_step&& step) {
   const std::uint64_t from = slot.conversation.history().size();
+  const bool was_paused = slot.conversation.state().status == react_status::awaiting_input;
   std::vector<directive> next = slot.conversation.adopt(std::move(step));
   report_approval_waits(slot, from);
+  // A pause that ends without a decide to follow the request (its
+  // deadline's default, a decide nobody awaits) still runs it as a
+  // request, reported started and ended as any, with nobody to answer.
+  const react_state& now = slot.conversation.state();
+  if (was_paused && now.busy() && now.status != react_status::awaiting_input && !slot.running &&
+      slot.asks.running().empty() && std::none_of(next.begin(), next.end(), [](const directive& d) {
+        const auto* answer = std::get_if<decision_answer>(&d);
+        return answer && answer->taken;
+      }))
+    run_again(slot, now.request_id.str(), asker{{}, {}, steady_us()});
   for (directive& d : next) dispatch(slot, std::move(d));
 }
 

@@ -267,6 +267,18 @@ void agent_logic::schedule_expiry(thread_slot& slot) {
                       slot.conversation.history().id(), signal{approval_tick{state.request_id.str()}});
 }
 
+// A paused request runs again, followed by `from`: its end will be
+// reported, and a start before it keeps every count of running requests
+// whole (the pause was an end). A cancel finds it as any running request.
+void agent_logic::run_again(thread_slot& slot, const std::string& request_id, asker from) {
+  const std::string& thread_id = slot.conversation.history().id();
+  slot.asks.begin(request_id);
+  slot.running = std::make_unique<asker>(std::move(from));
+  report(telemetry_kind::request_started, thread_id, request_id);
+  if (!st_.thread_of) st_.thread_of = std::make_unique<std::unordered_map<std::string, std::string>>();
+  (*st_.thread_of)[request_id] = thread_id;
+}
+
 // The reply a request that ran on from a decision ended with (or paused
 // again with), as its thread records it: for a decision repeated after
 // that. The token usage and iterations are not in the thread.
@@ -320,16 +332,8 @@ void agent_logic::answer_decision(thread_slot& slot, decision_answer x) {
   if (same && state.status == react_status::awaiting_input)
     return answer.deliver(paused_reply(x.request_id, state.request_usage, state.iteration,
                                        pending_approvals(slot.conversation.history(), x.request_id)));
-  if (same && (x.taken || state.busy()) && !slot.running && slot.asks.running().empty()) {
-    slot.asks.begin(x.request_id);
-    slot.running = std::make_unique<asker>(asker{std::move(answer), std::move(events), steady_us()});
-    // The request runs again: its end will be reported, and a start before
-    // it keeps every count of running requests whole (the pause was an end).
-    report(telemetry_kind::request_started, thread_id, x.request_id);
-    if (!st_.thread_of) st_.thread_of = std::make_unique<std::unordered_map<std::string, std::string>>();
-    (*st_.thread_of)[x.request_id] = thread_id;
-    return;
-  }
+  if (same && (x.taken || state.busy()) && !slot.running && slot.asks.running().empty())
+    return run_again(slot, x.request_id, asker{std::move(answer), std::move(events), steady_us()});
   if (!x.taken) {  // the same decision again, taken before: answered as the first was
     if (same && state.busy() && slot.running && slot.asks.running() == x.request_id)
       return slot.running->repeats.push_back(std::move(answer));

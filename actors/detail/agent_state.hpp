@@ -228,6 +228,7 @@ class agent_logic {
                             std::vector<open_approval> pending);
   static reply reply_of_ended(const thread_view& t, const std::string& request_id);
   void answer_decision(thread_slot& slot, decision_answer x);
+  void run_again(thread_slot& slot, const std::string& request_id, asker from);
 
   // A request that ran or waited here is done with.
   template <class Key>

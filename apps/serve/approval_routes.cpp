@@ -15,6 +15,9 @@
 
 #include <boost/json/parse.hpp>
 
+#include <atomic>
+#include <memory>
+
 namespace troupe::serve {
 
 namespace json = boost::json;
@@ -184,10 +187,18 @@ void post_decision(route_context& ctx, const std::shared_ptr<exchange>& ex) {
         return answer_from_thread(ctx, ex, ids, d.tool_call_id);
     }
 
+  if (!ctx.turns.hold_continuation(ids.user, ctx.config.limits.max_turns_per_user)) {
+    http_response r = error_response(http::status::too_many_requests, too_many_turns_type, too_many_turns(ctx));
+    r.set(http::field::retry_after, "1");
+    return ex->respond(std::move(r));
+  }
   ask_options o;
   o.thread_id = conv->thread_id;
   o.deadline = a->config.request_deadline;
-  o.on_reply = [&ctx, ex, ids, tool_call_id = d.tool_call_id](const reply& r) {
+  // on_reply may come twice (a paused reply, then a cancel's): the hold ends once.
+  o.on_reply = [&ctx, ex, ids, tool_call_id = d.tool_call_id,
+                held = std::make_shared<std::atomic<bool>>(true)](const reply& r) {
+    if (held->exchange(false)) ctx.turns.continuation_ended(ids.user);
     const auto* e = std::get_if<error_info>(&r.outcome);
     if (e && !r.paused())
       if (auto status = status_of_refusal(e->type)) return ex->respond(error_response(*status, e->type, e->message));

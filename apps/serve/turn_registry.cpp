@@ -60,6 +60,25 @@ void turn_registry::finished(const std::shared_ptr<turn>& t) {
   if (unfinished_count_ == 0) idle_.notify_all();
 }
 
+bool turn_registry::hold_continuation(const std::string& user, std::size_t max_per_user) {
+  std::lock_guard lock(mutex_);
+  std::size_t& held = unfinished_by_user_[user];
+  if (held >= max_per_user) {
+    if (held == 0) unfinished_by_user_.erase(user);
+    return false;
+  }
+  ++held;
+  ++unfinished_count_;
+  return true;
+}
+
+void turn_registry::continuation_ended(const std::string& user) {
+  std::lock_guard lock(mutex_);
+  if (auto u = unfinished_by_user_.find(user); u != unfinished_by_user_.end() && --u->second == 0)
+    unfinished_by_user_.erase(u);
+  if (--unfinished_count_ == 0) idle_.notify_all();
+}
+
 void turn_registry::keep(const std::shared_ptr<turn>& t) {
   const std::size_t bytes = t->kept_bytes();
   std::lock_guard lock(mutex_);

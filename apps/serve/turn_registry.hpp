@@ -44,6 +44,12 @@ class turn_registry {
                       const std::function<std::shared_ptr<turn>()>& make);
   // The turn has ended: it no longer holds up its conversation.
   void finished(const std::shared_ptr<turn>& t);
+  // A request a decision continues runs as a turn does, though no message
+  // started it: it counts among its user's unfinished turns, and a drain
+  // waits for it until continuation_ended. False, and nothing counted,
+  // when the user has `max_per_user` unfinished already.
+  bool hold_continuation(const std::string& user, std::size_t max_per_user);
+  void continuation_ended(const std::string& user);
   // Keeps an ended turn (its events coalesced by now) among the finished
   // ones, the oldest giving way past either bound; one with the request id
   // of a turn kept before (a paused turn, told again after a decision)

@@ -406,6 +406,22 @@ TEST_CASE("a request continued by a decision is reported started again, so its s
   CHECK(sink->count(telemetry_kind::request_failed) + sink->count(telemetry_kind::request_completed) == 2);
 }
 
+TEST_CASE("a request its deadline's default continues is reported started again and ended, as any request") {
+  counted_tools tools;
+  auto sink = std::make_shared<recording_sink>();
+  runtime rt({.provider = search_and_send(), .telemetry = sink});
+  tools.add_to(rt);
+  agent_spec spec = supervised();
+  spec.approvals["send"].timeout_ms = 1;
+  agent a = rt.spawn_agent(spec);
+  REQUIRE(must_reply(a.ask("mail bob", {.request_id = "r1"})).paused());
+  // Nobody follows the request the expiry continues: its end is reported all the same.
+  REQUIRE(sink->wait_for(telemetry_kind::request_completed, 1, patience));
+  CHECK(answered_after_expiry(a));
+  CHECK(sink->count(telemetry_kind::request_started) == 2);
+  CHECK(sink->count(telemetry_kind::request_failed) == 1);  // the pause
+}
+
 // A runtime pauses a request and is destroyed; a new runtime on the same
 // store (opened again, as a restarted process would) takes the decision and
 // finishes the request. `open` gives the store, each time anew.

@@ -9,6 +9,8 @@
 
 #include "apps/serve/event_position.hpp"
 
+#include <future>
+
 using namespace troupe;
 using namespace troupe::testing;
 namespace json = boost::json;
@@ -22,14 +24,14 @@ struct approvals_fixture {
   std::shared_ptr<gate_provider> model = std::make_shared<gate_provider>();
   std::unique_ptr<serve::server> server;
 
-  explicit approvals_fixture(const std::string& store = "memory:") {
+  explicit approvals_fixture(const std::string& store = "memory:", const std::string& limits = "") {
     const std::string clerk =
         "[[agents]]\nid = \"clerk\"\nmodel = \"openai:test\"\nbase_url = \"http://127.0.0.1:9/v1\"\n"
         "tools = [\"calculator\"]\napprovals = [\"calculator\"]\n";
     serve::deployment_options o;
     for (const char* id : {"helper", "strict", "urgent", "tiny", "clerk"}) o.providers[id] = model;
-    server = std::make_unique<serve::server>(serve::parse_config(serve_config_text(store, clerk), "test.toml", ""),
-                                             std::move(o));
+    server = std::make_unique<serve::server>(
+        serve::parse_config(serve_config_text(store, clerk, limits), "test.toml", ""), std::move(o));
     server->start();
   }
   http_client client() const { return http_client(server->port()); }
@@ -59,8 +61,8 @@ struct paused_turn {
   std::string conversation_id, request_id, tool_call_id;
   std::uint64_t pause_id = 0;
 
-  explicit paused_turn(http_client& c) {
-    REQUIRE(c.open_stream(messages, message_body("clerk", "calc: 2 + 3"), as_user(alice_key)).status == 200);
+  explicit paused_turn(http_client& c, const std::string& content = "calc: 2 + 3") {
+    REQUIRE(c.open_stream(messages, message_body("clerk", content), as_user(alice_key)).status == 200);
     events = c.rest_of_stream();
     REQUIRE(names_of(events) == std::vector<std::string>{"conversation", "approval_request", "error"});
     conversation_id = str(events[0].data.at("conversation_id"));
@@ -237,5 +239,31 @@ TEST_CASE("serve: a pause outlives the server; after a restart the decision cont
     CHECK(r.json().at("answer") == "result: {\"expression\":\"2 + 3\",\"value\":5}");
     CHECK(f.model->calls() == 1);  // the model call that asked for the tool was not made again
   }
+  f.server->drain();
+}
+
+TEST_CASE("serve: a request a decision continues counts among its user's running turns") {
+  approvals_fixture f("memory:", "max_turns_per_user = 1\n");
+  http_client c = f.client();
+  paused_turn p(c, "calc-hold: 2 + 3");
+  // The decision's continuation holds in the model after the tool ran.
+  auto decided = std::async(std::launch::async, [&] {
+    http_client other = f.client();
+    return other.send(http::verb::post, decisions(p.conversation_id), decision_body(p.tool_call_id, "approve"),
+                      as_user(alice_key));
+  });
+  REQUIRE(f.model->wait_held("calc-hold: 2 + 3"));
+  // Alice's one turn runs: another message of hers is refused, as beside any running turn.
+  const http_reply refused =
+      c.send(http::verb::post, "/v1/conversations/web/c2/messages", message_body("helper", "hi"), as_user(alice_key));
+  CHECK(refused.status == 429);
+  CHECK(refused.error_type() == "too_many_turns");
+  REQUIRE(f.model->release("calc-hold: 2 + 3"));
+  const http_reply done = decided.get();
+  CHECK(done.status == 200);
+  CHECK(done.json().at("answer") == "done: calc-hold: 2 + 3");
+  // Ended, it no longer counts.
+  CHECK(c.send(http::verb::post, "/v1/conversations/web/c2/messages", message_body("helper", "hi"), as_user(alice_key))
+            .status == 200);
   f.server->drain();
 }

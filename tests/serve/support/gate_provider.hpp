@@ -37,11 +37,14 @@ class gate_provider final : public llm_provider {
         if (m.role == "user") asked = &m;
       if (asked && asked->content.rfind("calc-words: ", 0) == 0)
         answer_in_pieces(cb, request.call_id, {"result", ": ", question});
+      else if (asked && asked->content.rfind("calc-hold: ", 0) == 0)
+        return hold(asked->content, request.call_id, std::move(cb));
       else
         answer(cb, request.call_id, "result: " + question);
       return nullptr;
     }
-    if (question.rfind("calc: ", 0) == 0 || question.rfind("calc-words: ", 0) == 0) {
+    if (question.rfind("calc: ", 0) == 0 || question.rfind("calc-words: ", 0) == 0 ||
+        question.rfind("calc-hold: ", 0) == 0) {
       llm_completion c;
       c.tool_calls.push_back({"tc-" + request.call_id,
                               "calculator",
@@ -62,13 +65,7 @@ class gate_provider final : public llm_provider {
     } else {
       cb.on_delta({request.call_id, "partial", ""});
     }
-    auto h = std::make_shared<held>(held{question, request.call_id, std::move(cb), false});
-    {
-      std::lock_guard lock(m_);
-      held_.push_back(h);
-    }
-    cv_.notify_all();
-    return std::make_unique<held_call>(this, h);
+    return hold(question, request.call_id, std::move(cb));
   }
 
   // Waits (bounded) until a call for `question` is held; false if none came.
@@ -124,6 +121,17 @@ class gate_provider final : public llm_provider {
     gate_provider* p_;
     std::shared_ptr<held> h_;
   };
+
+  // Holds the call until release(question) answers it (or it is cancelled).
+  std::unique_ptr<llm_call> hold(const std::string& question, const std::string& call_id, llm_callbacks cb) {
+    auto h = std::make_shared<held>(held{question, call_id, std::move(cb), false});
+    {
+      std::lock_guard lock(m_);
+      held_.push_back(h);
+    }
+    cv_.notify_all();
+    return std::make_unique<held_call>(this, h);
+  }
 
   // Streams `pieces` as deltas, and answers with what they make together.
   static void answer_in_pieces(llm_callbacks& cb, const std::string& call_id, const std::vector<std::string>& pieces) {
