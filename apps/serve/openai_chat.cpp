@@ -366,4 +366,29 @@ openai_error turn_error(std::string_view type, std::string_view message) {
   return {status, std::string(openai_error_type(status)), std::string(message), {}, std::string(type)};
 }
 
+json::object paused_error_json(const std::optional<std::string>& conversation_id, json::array pending) {
+  const std::string message = conversation_id
+                                  ? std::to_string(pending.size()) +
+                                        " tool call(s) wait for a person's decision: POST /v1/conversations/" +
+                                        *conversation_id + "/decisions continues the turn"
+                                  : std::to_string(pending.size()) +
+                                        " tool call(s) wait for a person's decision, which needs a conversation "
+                                        "(X-Troupe-Conversation); this request had none, so its pause was dropped";
+  return {{"error",
+           {{"message", message},
+            {"type", openai_error_type(409)},
+            {"param", nullptr},
+            {"code", error_type::awaiting_input},
+            {"conversation_id", conversation_id ? json::value(*conversation_id) : json::value(nullptr)},
+            {"pending", std::move(pending)}}}};
+}
+
+http_response paused_response(const std::optional<std::string>& conversation_id, json::array pending) {
+  http_response r{http::status::conflict, 11};
+  r.set(http::field::content_type, "application/json");
+  r.body() = json_text(paused_error_json(conversation_id, std::move(pending)));
+  r.prepare_payload();
+  return r;
+}
+
 }  // namespace troupe::serve

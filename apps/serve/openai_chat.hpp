@@ -118,4 +118,14 @@ std::string conversation_identifier(std::string_view user, std::string_view chat
 // failure 502, …).
 openai_error turn_error(std::string_view type, std::string_view message);
 
+// A turn that paused for a person's decisions: no completion, and no
+// failure either. OpenAI's error shape with status 409, type
+// conflict_error, code awaiting_input, and two members of troupe's own:
+// `pending` (the calls that wait, as GET /v1/conversations/{id}/pending
+// lists them) and `conversation_id`, where POST …/decisions continues the
+// turn. Null without a conversation (a request without
+// X-Troupe-Conversation): its thread, and the pause with it, are gone.
+boost::json::object paused_error_json(const std::optional<std::string>& conversation_id, boost::json::array pending);
+http_response paused_response(const std::optional<std::string>& conversation_id, boost::json::array pending);
+
 }  // namespace troupe::serve

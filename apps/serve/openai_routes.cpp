@@ -11,6 +11,7 @@
 #include "apps/serve/openai_chat.hpp"
 #include "apps/serve/route_context.hpp"
 #include "apps/serve/thread_replay.hpp"
+#include "apps/serve/turn_json.hpp"
 #include "json/json_parse.hpp"
 
 #include "runtime/clock.hpp"
@@ -39,37 +40,49 @@ sse_event data_line(std::string data) { return {0, {}, std::move(data)}; }
 // deltas as content, then the finish (and the usage when asked) and
 // [DONE]; an error ends the stream with an error object, as OpenAI does.
 // Tool calls run inside troupe and are not shown.
+// Where a paused turn's decisions go: its conversation, or none for a
+// stateless request (whose turn is keyed by its own seeded thread).
+std::optional<std::string> decided_at(const turn& t) {
+  if (t.ids().conversation_id.empty() || t.ids().conversation_id == t.ids().thread_id) return std::nullopt;
+  return t.ids().conversation_id;
+}
+
 void stream_chunks(const std::shared_ptr<exchange>& ex, const std::shared_ptr<turn>& t, completion_header h,
                    bool include_usage, bool cancel_on_disconnect) {
   auto stream = ex->open_stream();
   if (!stream) return;
-  const std::uint64_t sub = t->subscribe(0, [stream, h, include_usage](const sse_event& e, bool last) {
-    if (e.name == "conversation") {
-      stream->send(data_line(role_chunk_json(h, include_usage)));
-    } else if (e.name == "message.delta") {
-      const json::value data = parse_json(e.data);
-      const json::string* text = data.as_object().if_contains("text") ? data.at("text").if_string() : nullptr;
-      if (text && !text->empty()) stream->send(data_line(content_chunk_json(h, *text, include_usage)));
-    } else if (e.name == "message.completed") {
-      stream->send(data_line(finish_chunk_json(h, include_usage)));
-      if (include_usage) {
-        token_usage u;
-        const json::value data = parse_json(e.data);
-        if (const json::value* usage = data.as_object().if_contains("usage"); usage && usage->is_object()) {
-          u.input_tokens = usage->at("input_tokens").to_number<std::int64_t>();
-          u.output_tokens = usage->at("output_tokens").to_number<std::int64_t>();
+  const std::uint64_t sub =
+      t->subscribe(0, [stream, h, include_usage, conversation_id = decided_at(*t)](const sse_event& e, bool last) {
+        if (e.name == "conversation") {
+          stream->send(data_line(role_chunk_json(h, include_usage)));
+        } else if (e.name == "message.delta") {
+          const json::value data = parse_json(e.data);
+          const json::string* text = data.as_object().if_contains("text") ? data.at("text").if_string() : nullptr;
+          if (text && !text->empty()) stream->send(data_line(content_chunk_json(h, *text, include_usage)));
+        } else if (e.name == "message.completed") {
+          stream->send(data_line(finish_chunk_json(h, include_usage)));
+          if (include_usage) {
+            token_usage u;
+            const json::value data = parse_json(e.data);
+            if (const json::value* usage = data.as_object().if_contains("usage"); usage && usage->is_object()) {
+              u.input_tokens = usage->at("input_tokens").to_number<std::int64_t>();
+              u.output_tokens = usage->at("output_tokens").to_number<std::int64_t>();
+            }
+            stream->send(data_line(usage_chunk_json(h, u)));
+          }
+          stream->send(data_line("[DONE]"));
+        } else if (e.name == "error") {
+          const json::value data = parse_json(e.data);
+          if (const json::value* pending = data.as_object().if_contains("pending"); pending && pending->is_array()) {
+            stream->send(data_line(json_text(paused_error_json(conversation_id, pending->as_array()))));
+          } else {
+            const json::object& err = data.at("error").as_object();
+            const openai_error oe = turn_error(err.at("type").as_string(), err.at("message").as_string());
+            stream->send(data_line(to_json_text(oe)));
+          }
         }
-        stream->send(data_line(usage_chunk_json(h, u)));
-      }
-      stream->send(data_line("[DONE]"));
-    } else if (e.name == "error") {
-      const json::value data = parse_json(e.data);
-      const json::object& err = data.at("error").as_object();
-      const openai_error oe = turn_error(err.at("type").as_string(), err.at("message").as_string());
-      stream->send(data_line(to_json_text(oe)));
-    }
-    if (last) stream->close();
-  });
+        if (last) stream->close();
+      });
   if (sub == 0) return;
   follow_disconnect(stream, t, sub, cancel_on_disconnect);
 }
@@ -78,10 +91,11 @@ void stream_chunks(const std::shared_ptr<exchange>& ex, const std::shared_ptr<tu
 // so a client that has its answer finds the store without that thread.
 void answer_once(const std::shared_ptr<exchange>& ex, const std::shared_ptr<turn>& t, completion_header h,
                  std::function<void()> forget) {
-  t->when_finished([ex, h, forget = std::move(forget)](const turn_result& r) {
+  t->when_finished([ex, h, forget = std::move(forget), conversation_id = decided_at(*t)](const turn_result& r) {
     if (forget) forget();
     if (const auto* answer = std::get_if<std::string>(&r.outcome.outcome))
       return ex->respond(completion_response(completion_json(h, *answer, r.outcome.usage)));
+    if (r.outcome.paused()) return ex->respond(paused_response(conversation_id, pending_json(r.outcome)));
     const auto& e = std::get<error_info>(r.outcome.outcome);
     ex->respond(openai_response(turn_error(e.type, client_message(e.type, e.message))));
   });

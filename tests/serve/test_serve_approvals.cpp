@@ -267,3 +267,45 @@ TEST_CASE("serve: a request a decision continues counts among its user's running
             .status == 200);
   f.server->drain();
 }
+
+TEST_CASE("serve: /v1/chat/completions answers a paused turn with 409 awaiting_input and where to decide it") {
+  approvals_fixture f;
+  http_client c = f.client();
+  const std::string body = R"({"model":"clerk","user":"u1","messages":[{"role":"user","content":"calc: 2 + 3"}]})";
+  SECTION("in a conversation: its id, and the calls that wait; a decision there continues the turn") {
+    const http_reply r = c.send(http::verb::post, "/v1/chat/completions", body,
+                                as_user(alice_key, {{"X-Troupe-Conversation", "chat-9"}}));
+    REQUIRE(r.status == 409);
+    const json::value answered = r.json();
+    const json::value& e = answered.at("error");
+    CHECK(e.at("type") == "conflict_error");
+    CHECK(e.at("code") == "awaiting_input");
+    REQUIRE(e.at("pending").as_array().size() == 1);
+    CHECK(e.at("pending").at(0).at("tool") == "calculator");
+    const std::string conversation_id = str(e.at("conversation_id"));
+    const http_reply done =
+        c.send(http::verb::post, decisions(conversation_id),
+               decision_body(str(e.at("pending").at(0).at("tool_call_id")), "approve"), as_user(alice_key));
+    REQUIRE(done.status == 200);
+    CHECK(done.json().at("answer") == "result: {\"expression\":\"2 + 3\",\"value\":5}");
+  }
+  SECTION("streamed: the stream's error chunk is the same object") {
+    REQUIRE(c.open_stream(
+                 "/v1/chat/completions",
+                 R"({"model":"clerk","user":"u1","stream":true,"messages":[{"role":"user","content":"calc: 2 + 3"}]})",
+                 as_user(alice_key, {{"X-Troupe-Conversation", "chat-9"}}))
+                .status == 200);
+    const auto lines = c.rest_of_stream();
+    REQUIRE(!lines.empty());
+    CHECK(lines.back().data.at("error").at("code") == "awaiting_input");
+    CHECK(lines.back().data.at("error").at("conversation_id").is_string());
+  }
+  SECTION("without a conversation: no id to decide at, and the message says why") {
+    const http_reply r = c.send(http::verb::post, "/v1/chat/completions", body, as_user(alice_key));
+    REQUIRE(r.status == 409);
+    CHECK(r.json().at("error").at("code") == "awaiting_input");
+    CHECK(r.json().at("error").at("conversation_id").is_null());
+    CHECK_THAT(str(r.json().at("error").at("message")), Catch::Contains("X-Troupe-Conversation"));
+  }
+  f.server->drain();
+}
