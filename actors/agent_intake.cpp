@@ -270,11 +270,20 @@ void agent_logic::schedule_expiry(thread_slot& slot) {
 // A paused request runs again, followed by `from`: its end will be
 // reported, and a start before it keeps every count of running requests
 // whole (the pause was an end). A cancel finds it as any running request.
+// A subscriber hears the start of each free call of the turn still
+// running, as if it had asked: it will hear their ends.
 void agent_logic::run_again(thread_slot& slot, const std::string& request_id, asker from) {
   const std::string& thread_id = slot.conversation.history().id();
   slot.asks.begin(request_id);
   slot.running = std::make_unique<asker>(std::move(from));
   report(telemetry_kind::request_started, thread_id, request_id);
+  if (slot.running->events)
+    for (const std::string& id : slot.tools.running())
+      for (const pending_tool_call& p : slot.conversation.state().tool_calls)
+        if (p.call.id == id)
+          self_->send(slot.running->events, event_atom::value,
+                      stream_event{tool_started_event{request_id, id, p.call.name, p.call.arguments,
+                                                      newest_entry_of(slot.conversation.history(), request_id)}});
   if (!st_.thread_of) st_.thread_of = std::make_unique<std::unordered_map<std::string, std::string>>();
   (*st_.thread_of)[request_id] = thread_id;
 }

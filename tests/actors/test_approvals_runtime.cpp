@@ -335,6 +335,39 @@ TEST_CASE("a decide's subscriber follows the request it continues: the approved 
   CHECK(answer_of(last->result) == "done: sent to bob");
 }
 
+TEST_CASE("a decide's subscriber hears a free call still running start before it hears it end") {
+  // search (free) blocks until the test lets it go: it outlasts the pause.
+  std::promise<void> go;
+  std::shared_future<void> gate = go.get_future().share();
+  std::atomic<int> sends{0};
+  runtime rt({.provider = search_and_send()});
+  rt.tools().add(make_tool("search", [&](const json::object&, const tool_context&) {
+    gate.wait();
+    return json::value("found");
+  }));
+  rt.tools().add(make_tool("send", [&](const json::object&, const tool_context&) {
+    ++sends;
+    return json::value("sent to bob");
+  }));
+  agent a = rt.spawn_agent(supervised());
+  REQUIRE(must_reply(a.ask("mail bob", {.request_id = "r1"})).paused());
+  heard_events heard;
+  const request r = a.decide(decide("r1", verdict::approve), heard.options());
+  // send runs once the decide follows the request; search still runs.
+  REQUIRE(eventually([&] { return sends == 1; }));
+  go.set_value();
+  CHECK(answer_of(must_reply(r)) == "done: sent to bob");
+  std::optional<std::size_t> started, finished;
+  const auto events = heard.all();
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (const auto* s = std::get_if<tool_started_event>(&events[i]); s && s->tool_call_id == "s1") started = i;
+    if (const auto* f = std::get_if<tool_finished_event>(&events[i]); f && f->tool_call_id == "s1") finished = i;
+  }
+  REQUIRE(finished);
+  REQUIRE(started);
+  CHECK(*started < *finished);
+}
+
 TEST_CASE("a decide's subscriber sees the request it continues pause again") {
   counted_tools tools;
   // Shown send's result for bob, the model sends to carol too.
