@@ -22,6 +22,9 @@ class timed_store final : public thread_store {
   stored<std::vector<entry>> request_entries(const std::string& thread_id, const std::string& request_id) override {
     return inner_->request_entries(thread_id, request_id);
   }
+  stored<std::vector<open_pause>> open_pauses(const std::string& agent_id) override {
+    return inner_->open_pauses(agent_id);
+  }
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override;
   stored<std::uint64_t> append_fenced(const thread_view& t, std::uint64_t expected_rev,
                                       const thread_lease& fence) override;
