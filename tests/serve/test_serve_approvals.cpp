@@ -8,8 +8,10 @@
 #include "support/sqlite_file.hpp"
 
 #include "apps/serve/event_position.hpp"
+#include "runtime/clock.hpp"
 
 #include <future>
+#include <thread>
 
 using namespace troupe;
 using namespace troupe::testing;
@@ -24,10 +26,13 @@ struct approvals_fixture {
   std::shared_ptr<gate_provider> model = std::make_shared<gate_provider>();
   std::unique_ptr<serve::server> server;
 
-  explicit approvals_fixture(const std::string& store = "memory:", const std::string& limits = "") {
+  // `rules`: the clerk's approval settings.
+  explicit approvals_fixture(const std::string& store = "memory:", const std::string& limits = "",
+                             const std::string& rules = "approvals = [\"calculator\"]\n") {
     const std::string clerk =
         "[[agents]]\nid = \"clerk\"\nmodel = \"openai:test\"\nbase_url = \"http://127.0.0.1:9/v1\"\n"
-        "tools = [\"calculator\"]\napprovals = [\"calculator\"]\n";
+        "tools = [\"calculator\"]\n" +
+        rules;
     serve::deployment_options o;
     for (const char* id : {"helper", "strict", "urgent", "tiny", "clerk"}) o.providers[id] = model;
     server = std::make_unique<serve::server>(
@@ -307,5 +312,39 @@ TEST_CASE("serve: /v1/chat/completions answers a paused turn with 409 awaiting_i
     CHECK(r.json().at("error").at("conversation_id").is_null());
     CHECK_THAT(str(r.json().at("error").at("message")), Catch::Contains("X-Troupe-Conversation"));
   }
+  f.server->drain();
+}
+
+TEST_CASE("serve: a decision that comes after the call's deadline is 410 expired, and the default is taken") {
+  sqlite_file file("troupe-serve-expired");
+  const std::string store = "sqlite:" + file.path.string();
+  std::string conversation_id, tool_call_id;
+  std::int64_t expires_at = 0;
+  {
+    approvals_fixture f(store, "", "approvals = [\"calculator\"]\napproval_timeout_seconds = 3\n");
+    http_client c = f.client();
+    paused_turn p(c);
+    conversation_id = p.conversation_id;
+    tool_call_id = p.tool_call_id;
+    expires_at = p.events[1].data.at("expires_at").as_int64();
+    f.server->drain();
+  }
+  // The server is gone before the deadline, and the deadline passes with
+  // none running (the clock is waited for, not an actor).
+  REQUIRE(wall_clock_ms() < expires_at);
+  while (wall_clock_ms() <= expires_at) std::this_thread::yield();
+  // Started again without rules, the clerk keeps no deadline of its own:
+  // the decision is the first to find the pause, past its deadline.
+  approvals_fixture f(store, "", "");
+  http_client c = f.client();
+  const http_reply r =
+      c.send(http::verb::post, decisions(conversation_id), decision_body(tool_call_id, "approve"), as_user(alice_key));
+  CHECK(r.status == 410);
+  CHECK(r.error_type() == "expired");
+  CHECK(c.send(http::verb::get, "/v1/conversations/" + conversation_id + "/pending", {}, as_user(alice_key))
+            .json()
+            .at("data")
+            .as_array()
+            .empty());
   f.server->drain();
 }
