@@ -30,6 +30,9 @@ struct inner_approval {
   friend bool operator==(const inner_approval&, const inner_approval&) = default;
 };
 
+// {"agent_id", "thread_id", "request_id", "tool_call_id"}.
+boost::json::object to_json(const inner_approval& i);
+
 // One tool call waiting for a decision, as its approval_request entry records it.
 struct open_approval {
   std::string tool_call_id;

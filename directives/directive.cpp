@@ -9,6 +9,13 @@ namespace troupe {
 
 namespace json = boost::json;
 
+json::object to_json(const inner_approval& i) {
+  return {{"agent_id", i.agent_id},
+          {"thread_id", i.thread_id},
+          {"request_id", i.request_id},
+          {"tool_call_id", i.tool_call_id}};
+}
+
 json::object to_json(const open_approval& a) {
   json::object o{{"tool_call_id", a.tool_call_id},
                  {"tool", a.tool},
@@ -17,11 +24,7 @@ json::object to_json(const open_approval& a) {
                  {"expires_at", a.expires_at}};
   if (a.on_expiry != verdict::reject) o["on_expiry"] = to_string(a.on_expiry);
   if (a.question) o["question"] = true;
-  if (a.inner)
-    o["inner"] = json::object{{"agent_id", a.inner->agent_id},
-                              {"thread_id", a.inner->thread_id},
-                              {"request_id", a.inner->request_id},
-                              {"tool_call_id", a.inner->tool_call_id}};
+  if (a.inner) o["inner"] = to_json(*a.inner);
   return o;
 }
 

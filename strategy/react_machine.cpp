@@ -125,7 +125,7 @@ class stepper {
       here.tool_call_id = id;
       here.inner = inner_approval{inner.agent_id, inner.thread_id, inner.request_id, a.tool_call_id};
       json::object payload = approval_payload(here);
-      payload.emplace("inner", inner_json(*here.inner));
+      payload.emplace("inner", to_json(*here.inner));
       commit(entry_draft(std::string(entry_kind::approval_request), std::move(payload), refs(state_.call_id, id)));
       asked_now_.push_back(std::move(here));
     }
@@ -436,15 +436,8 @@ class stepper {
 
   // A decision here for another agent's call names that call (relayed_to).
   void commit_relayed_decision(const open_approval& a, json::object payload) {
-    payload.emplace("inner", inner_json(*a.inner));
+    payload.emplace("inner", to_json(*a.inner));
     commit(entry_draft(std::string(entry_kind::decision), std::move(payload), refs(state_.call_id, a.tool_call_id)));
-  }
-
-  static json::object inner_json(const inner_approval& i) {
-    return {{"agent_id", i.agent_id},
-            {"thread_id", i.thread_id},
-            {"request_id", i.request_id},
-            {"tool_call_id", i.tool_call_id}};
   }
 
   // The deadline of another agent's call came: its default, as that agent's

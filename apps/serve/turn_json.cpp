@@ -43,8 +43,13 @@ json::object event_data(const tool_finished_event& e) {
 }
 
 json::object event_data(const std::string& request_id, const open_approval& a) {
-  return {{"request_id", request_id}, {"tool_call_id", a.tool_call_id}, {"tool", a.tool}, {"arguments", a.arguments},
-          {"reason", a.reason},       {"expires_at", a.expires_at}};
+  json::object o{{"request_id", request_id}, {"tool_call_id", a.tool_call_id},
+                 {"tool", a.tool},           {"arguments", a.arguments},
+                 {"reason", a.reason},       {"expires_at", a.expires_at}};
+  // A call of an agent used as a tool: where it waits. The decision is still
+  // posted here, with tool_call_id as given.
+  if (a.inner) o["inner"] = to_json(*a.inner);
+  return o;
 }
 
 json::array pending_json(const reply& r) {

@@ -6,6 +6,7 @@
 #include "apps/serve/live_event_ids.hpp"
 #include "apps/serve/thread_replay.hpp"
 #include "apps/serve/turn.hpp"
+#include "apps/serve/turn_json.hpp"
 #include "apps/serve/turn_registry.hpp"
 #include "thread/id_source.hpp"
 
@@ -236,5 +237,25 @@ TEST_CASE("a paused turn told from the store: its pause has its live ids, and wh
                                     {"message.completed", event_id(7, 0)}});
     CHECK(json::parse(r.events[4].data).at("decided_by") == "ada");
     CHECK(json::parse(r.events[5].data).at("tool_call_id") == "tc1");
+  }
+}
+
+TEST_CASE("a waiting call's JSON says where it waits when it is another agent's", "[serve][approvals]") {
+  open_approval own{"c1", "send_email", json::object{{"to", "bob"}}, "sends mail", 1'000, false};
+  SECTION("an agent's own call has no inner") {
+    const json::object o = event_data("r1", own);
+    CHECK(o.at("tool_call_id") == "c1");
+    CHECK(o.at("request_id") == "r1");
+    CHECK_FALSE(o.contains("inner"));
+  }
+  SECTION("a call of an agent used as a tool names that agent's thread, request and call") {
+    open_approval relayed = own;
+    relayed.tool_call_id = "o1/c1";
+    relayed.inner = inner_approval{"mailer", "ada->mailer", "r7", "c1"};
+    const json::object o = event_data("r1", relayed);
+    CHECK(o.at("tool_call_id") == "o1/c1");
+    CHECK(o.at("inner") ==
+          json::value(json::object{
+              {"agent_id", "mailer"}, {"thread_id", "ada->mailer"}, {"request_id", "r7"}, {"tool_call_id", "c1"}}));
   }
 }
