@@ -68,7 +68,8 @@ void agent_logic::report_tool_call(thread_slot& slot, tool_exec& x) {
 // The end of the running request: its telemetry, and its span when recorded.
 void agent_logic::report_request_end(thread_slot& slot, const reply& r) {
   const std::string& thread_id = slot.conversation.history().id();
-  const telemetry_kind kind = r.ok() ? telemetry_kind::request_completed
+  const telemetry_kind kind = r.ok()       ? telemetry_kind::request_completed
+                              : r.paused() ? telemetry_kind::request_paused
                               : std::get<error_info>(r.outcome).type == error_type::cancelled
                                   ? telemetry_kind::request_cancelled
                                   : telemetry_kind::request_failed;

@@ -20,6 +20,8 @@ const char* outcome_of(telemetry_kind k) {
       return "ok";
     case telemetry_kind::request_cancelled:
       return "cancelled";
+    case telemetry_kind::request_paused:
+      return "paused";
     default:
       return "error";
   }
@@ -64,6 +66,7 @@ bool serve_metrics::wants(telemetry_kind k) const {
     case telemetry_kind::request_completed:
     case telemetry_kind::request_failed:
     case telemetry_kind::request_cancelled:
+    case telemetry_kind::request_paused:
     case telemetry_kind::llm_completed:
     case telemetry_kind::llm_error:
     case telemetry_kind::tool_completed:
@@ -83,6 +86,7 @@ void serve_metrics::emit(const telemetry_event& e) {
     case telemetry_kind::request_completed:
     case telemetry_kind::request_failed:
     case telemetry_kind::request_cancelled:
+    case telemetry_kind::request_paused:
       turns_running_.with({e.agent_id}).add(-1);
       turns_.with({e.agent_id, outcome_of(e.kind)}).add();
       turn_seconds_.with({e.agent_id}).observe(seconds_of(e.duration_us));

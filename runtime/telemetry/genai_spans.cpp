@@ -11,6 +11,7 @@ span_of classify(telemetry_kind k) {
     case telemetry_kind::request_completed:
     case telemetry_kind::request_failed:
     case telemetry_kind::request_cancelled:
+    case telemetry_kind::request_paused:
       return span_of::request;
     case telemetry_kind::llm_completed:
     case telemetry_kind::llm_error:
@@ -76,6 +77,9 @@ std::optional<span> genai_span(const telemetry_event& e) {
       if (e.kind == telemetry_kind::request_failed) put_failure(s, e);
       // A cancelled request did not fail: it was stopped, which the status leaves unset.
       if (e.kind == telemetry_kind::request_cancelled) put(s, "troupe.request.cancelled", true);
+      // Nor did a paused one: it waits for a decision, and the one that
+      // continues it is a request of its own.
+      if (e.kind == telemetry_kind::request_paused) put(s, "troupe.request.paused", true);
       break;
     case span_of::model_call:
       s.name = "chat " + e.model;

@@ -8,13 +8,13 @@
 namespace troupe {
 
 namespace {
-constexpr std::array<std::string_view, 26> kind_names{
-    "request.started", "request.completed", "request.failed",  "request.cancelled", "llm.started",
-    "llm.delta",       "llm.completed",     "llm.error",       "tool.started",      "tool.completed",
-    "tool.error",      "tool.timeout",      "tool.retry",      "agent.started",     "agent.crashed",
-    "agent.restarted", "agent.escalated",   "context.warning", "summary.completed", "summary.failed",
-    "callback.failed", "thread.loaded",     "thread.unloaded", "actor.restarted",   "thread.repaired",
-    "approval.decided"};
+constexpr std::array<std::string_view, 27> kind_names{
+    "request.started", "request.completed", "request.failed",  "request.cancelled", "request.paused",
+    "llm.started",     "llm.delta",         "llm.completed",   "llm.error",         "tool.started",
+    "tool.completed",  "tool.error",        "tool.timeout",    "tool.retry",        "agent.started",
+    "agent.crashed",   "agent.restarted",   "agent.escalated", "context.warning",   "summary.completed",
+    "summary.failed",  "callback.failed",   "thread.loaded",   "thread.unloaded",   "actor.restarted",
+    "thread.repaired", "approval.decided"};
 }
 
 std::string_view to_string(telemetry_kind k) { return kind_names[static_cast<std::size_t>(k)]; }

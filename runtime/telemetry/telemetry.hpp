@@ -23,6 +23,7 @@ enum class telemetry_kind {
   request_completed,
   request_failed,
   request_cancelled,
+  request_paused,  // ended awaiting_input: the request waits for a person, it did not fail
   llm_started,
   llm_delta,
   llm_completed,

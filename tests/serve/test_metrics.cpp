@@ -94,7 +94,10 @@ TEST_CASE("serve metrics count what the runtime's telemetry reports", "[serve][m
     m.emit(event(telemetry_kind::request_completed, "r1", 250'000));
     m.emit(event(telemetry_kind::request_started, "r2"));
     m.emit(event(telemetry_kind::request_failed, "r2", 2'000'000));
+    m.emit(event(telemetry_kind::request_started, "r3"));
+    m.emit(event(telemetry_kind::request_paused, "r3", 0));
     const std::string text = m.exposition();
+    CHECK(has_line(text, "troupe_turns_total{agent=\"helper\",outcome=\"paused\"} 1"));
     CHECK(has_line(text, "troupe_turns_total{agent=\"helper\",outcome=\"ok\"} 1"));
     CHECK(has_line(text, "troupe_turns_total{agent=\"helper\",outcome=\"error\"} 1"));
     CHECK(has_line(text, "troupe_turn_duration_seconds_bucket{agent=\"helper\",le=\"0.25\"} 1"));

@@ -63,6 +63,13 @@ TEST_CASE("a request becomes an invoke_agent span", "[telemetry][genai_spans]") 
     CHECK(s->attribute("gen_ai.usage.input_tokens") == nullptr);
     CHECK(s->attribute("gen_ai.usage.output_tokens") == nullptr);
   }
+  SECTION("a paused request is not an error: it says it paused") {
+    auto s = genai_span(ended(telemetry_kind::request_paused));
+    REQUIRE(s);
+    CHECK(s->status == span_status::unset);
+    CHECK(s->attribute("error.type") == nullptr);
+    CHECK(std::get<bool>(*s->attribute("troupe.request.paused")));
+  }
   SECTION("a cancelled request is not an error") {
     auto s = genai_span(ended(telemetry_kind::request_cancelled));
     REQUIRE(s);
