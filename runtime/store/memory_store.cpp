@@ -32,14 +32,25 @@ stored<thread> memory_store::expand(const stored_compact& c) const {
 
 void memory_store::write_new_entries(const stored_compact& c, const thread_view& t) {
   if (t.size() < c.size) {  // not an extension: written again whole
-    c.bytes.clear();
+    std::string().swap(c.bytes);
     c.size = 0;
   }
+  // The new entries are encoded apart, then the bytes grow once to their
+  // exact size: held until the thread's next commit, maybe for the whole
+  // run, they keep no room to grow into, and appending to them directly
+  // would copy them twice (growing, then shrinking back).
+  thread_local std::string added;
+  added.clear();
   for (std::uint64_t i = c.size; i < t.size(); ++i)
-    entry_codec::write(c.bytes, *t.at_seq(i), i ? t.at_seq(i - 1) : nullptr);
-  // Held until the thread's next commit, maybe for the whole run: no
-  // room to grow into.
-  c.bytes.shrink_to_fit();
+    entry_codec::write(added, *t.at_seq(i), i ? t.at_seq(i - 1) : nullptr);
+  if (!added.empty()) {
+    std::string grown;
+    grown.reserve(c.bytes.size() + added.size());
+    grown.append(c.bytes).append(added);
+    c.bytes = std::move(grown);
+  }
+  // A scratch buffer that once took a long thread gives its memory back.
+  if (added.capacity() > 64 * 1024) std::string().swap(added);
   c.size = t.size();
   c.rev = t.rev();
   c.created_at = t.created_at();
