@@ -28,6 +28,18 @@ TEST_CASE("UTF-8 is told from what is not") {
                             "\xF4\x90\x80\x80", "\xF5\x80\x80\x80", "\xFF"})
       CHECK_FALSE(is_valid_utf8(bad));
   }
+  SECTION("a character at any offset in ASCII text, whole or cut, and ASCII after it") {
+    // The check reads ASCII eight bytes at a time: every offset within and
+    // past a word, and text after the character, are checked too.
+    for (std::size_t at = 0; at < 20; ++at) {
+      const std::string before(at, 'a');
+      INFO("offset " << at);
+      CHECK(is_valid_utf8(before + "\xE2\x9C\x93" + std::string(at, 'b')));
+      CHECK_FALSE(is_valid_utf8(before + "\xE2\x9C" + std::string(at, 'b')));
+      CHECK_FALSE(is_valid_utf8(before + "\xFF"));
+      CHECK_FALSE(is_valid_utf8(before + "\xE2\x9C\x93" + std::string(at, 'b') + "\x80"));
+    }
+  }
   SECTION("one sequence at a time, as the JSON writer checks them") {
     const std::string s = "a\xC3\xA9\xE2\x9C\x93\xF0\x9F\x98\x80\xE2\x9C";
     CHECK(utf8_sequence_at(s, 0) == 1);
