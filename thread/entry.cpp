@@ -3,6 +3,8 @@
 #include "base/overloaded.hpp"
 #include "thread/token_estimator.hpp"
 
+#include <string>
+
 namespace troupe {
 
 entry_draft::entry_draft(std::string kind_, boost::json::object payload_, entry_refs refs_)
@@ -59,8 +61,13 @@ std::int64_t estimate_tokens(std::string_view kind, const entry_payload& payload
   if (kind == entry_kind::message || kind == entry_kind::summary) {
     n += e.text(payload.string("content").value_or(""));
   } else {
-    // Tool calls and results are sent as their JSON.
-    n += e.text(payload.text());
+    // Tool calls and results are sent as their JSON: written into a buffer
+    // kept for the next estimate (a thread read back estimates every entry).
+    thread_local std::string as_json;
+    as_json.clear();
+    payload.append_text(as_json);
+    n += e.text(as_json);
+    if (as_json.capacity() > 64 * 1024) std::string().swap(as_json);
   }
   return n;
 }
