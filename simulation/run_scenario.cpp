@@ -584,15 +584,20 @@ class scenario_run {
 
   // Asks every active agent, at most `concurrency` at once, and waits for
   // every answer (or error: one failed activation never stops a round).
+  // Once the cap is reached, the asking waits until `refill` answers have
+  // come back and then asks that many: woken at every answer, it would take
+  // a context switch (and its futex calls) an activation, on the same cores
+  // the agents need.
   void activate(std::int64_t round, const std::vector<std::uint32_t>& active) {
     std::mutex m;
     std::condition_variable cv;
     std::size_t in_flight = 0;
     const std::size_t cap = std::max<std::size_t>(1, s_.concurrency);
+    const std::size_t refill = std::max<std::size_t>(1, cap / 16);
     for (std::uint32_t i : active) {
       {
         std::unique_lock lock(m);
-        cv.wait(lock, [&] { return in_flight < cap || stopping(); });
+        if (in_flight >= cap) cv.wait(lock, [&] { return in_flight + refill <= cap || stopping(); });
         if (stopping()) break;
         ++in_flight;
       }
@@ -606,7 +611,7 @@ class scenario_run {
       o.request_id = activation_request_id(round, i, attempt_of(round));
       o.observation = observation_origin{s_.world.kind, round};
       const auto asked = clk::now();
-      o.on_reply = [this, &m, &cv, &in_flight, &sl, asked, group = population_[i].group](const reply& r) {
+      o.on_reply = [this, &m, &cv, &in_flight, &sl, asked, cap, refill, group = population_[i].group](const reply& r) {
         sl.latency_ms = ms_between(asked, clk::now());
         ++progress_.activations_done;
         if (!r.ok()) ++progress_.activations_failed;
@@ -622,7 +627,7 @@ class scenario_run {
         // The broker holds its own reference while this runs.
         sl.running.reset();
         --in_flight;
-        cv.notify_all();
+        if (in_flight + refill == cap || in_flight == 0) cv.notify_all();
       };
       request running = agents_[i].ask(std::move(text), std::move(o));
       std::lock_guard lock(m);

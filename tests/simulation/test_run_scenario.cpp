@@ -125,6 +125,18 @@ TEST_CASE("a round activates each agent once with what reached it and applies th
   }
 }
 
+TEST_CASE("a round with more agents than its concurrency asks them all, refilling as answers come back") {
+  std::shared_ptr<tally_record> world;
+  auto options = tally_options(world);
+  auto s = tally_scenario(150, 2);
+  s.concurrency = 40;  // refilled in steps of more than one
+  scenario_progress progress;
+  const auto report = run_scenario(s, options, progress);
+  CHECK(report.activations == 300);
+  CHECK(report.activations_failed == 0);
+  CHECK(world->order.size() == 300);
+}
+
 TEST_CASE("two runs with the same seed write the same event log, byte for byte") {
   auto run_once = [](std::uint64_t seed) {
     std::shared_ptr<tally_record> world;
