@@ -6,8 +6,11 @@
 // over the rounds, every thread, divided by the activations), peak RSS and
 // RSS per agent, and the world's share (observe, check and apply, timed
 // around the world's calls), with the CPU per activation as a ratio of the
-// 10,000-agent run's in the same invocation. Each run is a process of its
-// own; medians of --repeat runs.
+// 10,000-agent run's in the same invocation, and how many cores the run
+// kept busy (its threads' CPU time over the wall time, from the first
+// round's start to the last answer) and wanted (that plus the time its
+// threads waited, runnable, for a core that another program held). Each run
+// is a process of its own; medians of --repeat runs.
 //
 // --mock: 10,000 agents × 10 rounds whose group calls a local
 // OpenAI-compatible mock (bench/mock_model_server.hpp) answering after
@@ -62,6 +65,37 @@ double status_bytes(const char* field) {
   while (std::getline(status, line))
     if (line.compare(0, n, field) == 0) return std::stod(line.substr(n)) * 1024;
   return 0;
+}
+
+// Resident bytes now, from /proc/self/statm: the watch below reads it every
+// 2 ms, and /proc/self/status (which formats fifty lines) would cost the
+// run a share of its CPU.
+double rss_now() {
+  std::ifstream statm("/proc/self/statm");
+  double pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+// Nanoseconds every thread of the process has run and has waited to run,
+// runnable, for a core (/proc/self/task/N/schedstat): their sum over a
+// stretch of wall time is how many cores the run used and how many it
+// could have used, had other programs not taken them.
+struct sched_time {
+  double run_ns = 0, wait_ns = 0;
+};
+
+sched_time threads_sched_time() {
+  sched_time out;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream f(task.path() / "schedstat");
+    double run = 0, wait = 0;
+    if (f >> run >> wait) {
+      out.run_ns += run;
+      out.wait_ns += wait;
+    }
+  }
+  return out;
 }
 
 // The social world, its calls timed (wall time on the calling thread: the
@@ -147,13 +181,26 @@ std::vector<double> scale_run(std::size_t agents, std::int64_t rounds, std::size
   // graph are not an activation's cost.
   std::atomic<double> cpu_at_round1{-1};
   std::atomic<std::int64_t> world_ns_at_round1{0};
+  // From the first round's start to the last activation's answer (the last
+  // round's close, the world's apply, comes after): the threads' time.
+  sched_time sched_first, sched_last;
+  clk::time_point wall_first, wall_last;
+  bool sched_done = false;
+  const std::uint64_t all_activations = static_cast<std::uint64_t>(agents) * static_cast<std::uint64_t>(rounds);
   std::thread watch([&] {
     while (!done.load()) {
       if (cpu_at_round1.load() < 0 && progress.round.load() >= 1) {
         cpu_at_round1 = process_cpu_seconds();
         world_ns_at_round1 = timed_world::ns_.load();
+        sched_first = threads_sched_time();
+        wall_first = clk::now();
       }
-      if (status_bytes("VmRSS:") > rss_limit) stop = true;
+      if (!sched_done && progress.activations_done.load() >= all_activations) {
+        sched_last = threads_sched_time();
+        wall_last = clk::now();
+        sched_done = true;
+      }
+      if (rss_now() > rss_limit) stop = true;
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   });
@@ -163,6 +210,7 @@ std::vector<double> scale_run(std::size_t agents, std::int64_t rounds, std::size
   watch.join();
   if (!log_path.empty()) std::filesystem::remove(log_path);
   const auto n = static_cast<double>(r.activations);
+  const double sched_wall_ns = sched_done ? static_cast<double>((wall_last - wall_first).count()) : 0;
   return {r.activations_per_second,
           n > 0 ? (cpu_end - cpu_at_round1.load()) * 1e6 / n : 0,
           status_bytes("VmHWM:"),
@@ -171,7 +219,11 @@ std::vector<double> scale_run(std::size_t agents, std::int64_t rounds, std::size
           n > 0 ? static_cast<double>(timed_world::ns_.load() - world_ns_at_round1.load()) / 1e3 / n : 0,
           static_cast<double>(r.rounds),
           r.spawn_seconds,
-          r.stopped ? 1.0 : 0.0};
+          r.stopped ? 1.0 : 0.0,
+          sched_wall_ns > 0 ? (sched_last.run_ns - sched_first.run_ns) / sched_wall_ns : 0,
+          sched_wall_ns > 0
+              ? (sched_last.run_ns - sched_first.run_ns + sched_last.wait_ns - sched_first.wait_ns) / sched_wall_ns
+              : 0};
 }
 
 int scale(int argc, char** argv) {
@@ -191,8 +243,8 @@ int scale(int argc, char** argv) {
       "BA m=3, every agent every round, %lld rounds, scripted, concurrency %zu, in-memory store, %s; medians of "
       "%zu runs\n",
       static_cast<long long>(rounds), concurrency, event_log ? "event log to a temp file" : "no event log", repeat);
-  std::printf("%9s %12s %9s %8s %10s %12s %9s %9s %8s %7s\n", "agents", "activations", "act/s", "CPU µs", "CPU ratio",
-              "world µs/act", "peak RSS", "KB/agent", "spawn s", "failed");
+  std::printf("%9s %12s %9s %8s %10s %12s %9s %9s %8s %7s %6s %7s\n", "agents", "activations", "act/s", "CPU µs",
+              "CPU ratio", "world µs/act", "peak RSS", "KB/agent", "spawn s", "failed", "cores", "wanted");
   double cpu_10k = 0;
   for (const std::size_t agents : sizes) {
     std::vector<std::vector<double>> runs;
@@ -206,9 +258,10 @@ int scale(int argc, char** argv) {
       return median(v);
     };
     if (agents == 10'000) cpu_10k = col(1);
-    std::printf("%9zu %12.0f %9.0f %8.1f %10.2f %12.1f %7.2f GB %9.2f %8.1f %7.0f%s\n", agents, col(3), col(0), col(1),
-                cpu_10k > 0 ? col(1) / cpu_10k : 0, col(5), col(2) / 1e9, col(2) / 1e3 / static_cast<double>(agents),
-                col(7), col(4), col(8) > 0 ? "  (stopped at the RSS limit)" : "");
+    std::printf("%9zu %12.0f %9.0f %8.1f %10.2f %12.1f %7.2f GB %9.2f %8.1f %7.0f %6.2f %7.2f%s\n", agents, col(3),
+                col(0), col(1), cpu_10k > 0 ? col(1) / cpu_10k : 0, col(5), col(2) / 1e9,
+                col(2) / 1e3 / static_cast<double>(agents), col(7), col(4), col(9), col(10),
+                col(8) > 0 ? "  (stopped at the RSS limit)" : "");
     if (col(8) > 0) std::printf("          stopped after %.0f rounds\n", col(6));
     std::fflush(stdout);
   }
