@@ -71,6 +71,24 @@ void append_json_string(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
+std::optional<std::size_t> json_string_size(std::string_view s) noexcept {
+  std::size_t n = 2;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char letter = escapes[static_cast<unsigned char>(s[i])];
+    if (!letter) {
+      ++n;
+    } else if (letter == 'v') {
+      const std::size_t length = utf8_sequence_at(s, i);
+      if (!length) return std::nullopt;
+      n += length;
+      i += length - 1;
+    } else {
+      n += letter == 'u' ? 6 : 2;
+    }
+  }
+  return n;
+}
+
 namespace {
 
 template <class Number>

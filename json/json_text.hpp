@@ -15,6 +15,7 @@
 #include <boost/json/string.hpp>
 #include <boost/json/value.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,5 +33,10 @@ void append_json_text(std::string& out, const boost::json::value& v);
 // writers that stream JSON without building a value first.
 void append_json_string(std::string& out, std::string_view s);
 void append_json_double(std::string& out, double d);
+
+// How many bytes append_json_string writes for `s`, the quotes included,
+// without writing them; none when `s` is not UTF-8 (what is written then
+// depends on the repair).
+std::optional<std::size_t> json_string_size(std::string_view s) noexcept;
 
 }  // namespace troupe

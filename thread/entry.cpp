@@ -1,9 +1,13 @@
 #include "thread/entry.hpp"
 
 #include "base/overloaded.hpp"
+#include "json/json_text.hpp"
 #include "thread/token_estimator.hpp"
 
+#include <optional>
 #include <string>
+#include <string_view>
+#include <variant>
 
 namespace troupe {
 
@@ -55,19 +59,53 @@ std::optional<std::int64_t> int_field(const boost::json::object& o, std::string_
   return std::nullopt;
 }
 
+namespace {
+
+// The size of a tool call's or result's JSON text (entry_payload::append_text)
+// without writing it; none for other kinds, for members kept as JSON, and
+// for text that is not UTF-8.
+std::optional<std::size_t> json_text_size(const entry_payload& payload) {
+  using size = std::optional<std::size_t>;
+  return std::visit(overloaded{[](const tool_call_payload& p) -> size {
+                                 const size name = json_string_size(p.name.view());
+                                 if (p.extra.get() || !name) return std::nullopt;
+                                 return std::string_view(R"({"name":,"arguments":})").size() + *name +
+                                        p.arguments_text.size();
+                               },
+                               [](const tool_result_payload& p) -> size {
+                                 const size name = json_string_size(p.name.view());
+                                 const size outcome = p.shape == tool_result_payload::form::result_string
+                                                          ? json_string_size(p.outcome.view())
+                                                          : size(p.outcome.size());
+                                 if (p.extra.get() || !name || !outcome) return std::nullopt;
+                                 const std::string_view key = p.is_error() ? R"("error":)" : R"("result":)";
+                                 return std::string_view(R"({"name":,})").size() + *name + key.size() + *outcome;
+                               },
+                               [](const auto&) -> size { return std::nullopt; }},
+                    payload.get());
+}
+
+}  // namespace
+
 std::int64_t estimate_tokens(std::string_view kind, const entry_payload& payload) {
   const token_estimator& e = default_estimator();
   std::int64_t n = e.per_message();
   if (kind == entry_kind::message || kind == entry_kind::summary) {
     n += e.text(payload.string("content").value_or(""));
   } else {
-    // Tool calls and results are sent as their JSON: written into a buffer
-    // kept for the next estimate (a thread read back estimates every entry).
-    thread_local std::string as_json;
-    as_json.clear();
-    payload.append_text(as_json);
-    n += e.text(as_json);
-    if (as_json.capacity() > 64 * 1024) std::string().swap(as_json);
+    // Tool calls and results are sent as their JSON: measured without
+    // writing it where it can be (a thread read back estimates every entry),
+    // else written into a buffer kept for the next estimate.
+    const auto size = json_text_size(payload);
+    if (const auto tokens = size ? e.text_of_size(*size) : std::nullopt) {
+      n += *tokens;
+    } else {
+      thread_local std::string as_json;
+      as_json.clear();
+      payload.append_text(as_json);
+      n += e.text(as_json);
+      if (as_json.capacity() > 64 * 1024) std::string().swap(as_json);
+    }
   }
   return n;
 }

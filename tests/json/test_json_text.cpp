@@ -6,6 +6,9 @@
 #include <catch2/catch.hpp>
 
 #include <limits>
+#include <random>
+#include <string>
+#include <vector>
 
 using namespace troupe;
 namespace json = boost::json;
@@ -116,5 +119,34 @@ TEST_CASE("text that is not UTF-8 is written with U+FFFD, so that every text wri
     const json::value back = json::parse(text, ec);
     REQUIRE(!ec);
     CHECK(back.at("k" + fffd) == json::value("v" + fffd));
+  }
+}
+
+TEST_CASE("a string's JSON size is the size of what is written, without writing it") {
+  SECTION("plain, escaped, control characters, characters past ASCII") {
+    for (const std::string& s : std::vector<std::string>{"", "plain", "quote \" and \\ backslash", "tab\tnew\nline\r",
+                                                         std::string("nul\0x", 5), "\x01\x1F\x7F",
+                                                         "caf\xC3\xA9 \xE2\x9C\x93 \xF0\x9F\x98\x80"}) {
+      std::string written;
+      append_json_string(written, s);
+      INFO(written);
+      CHECK(json_string_size(s) == written.size());
+    }
+  }
+  SECTION("random UTF-8 and control characters") {
+    std::mt19937 random(5);
+    const std::vector<std::string> pieces{"a",    "\"",       "\\",           "\n",
+                                          "\x02", "\xC3\xA9", "\xE2\x9C\x93", "\xF0\x9F\x98\x80"};
+    for (int i = 0; i < 2000; ++i) {
+      std::string s;
+      for (std::size_t n = random() % 30; n > 0; --n) s += pieces[random() % pieces.size()];
+      std::string written;
+      append_json_string(written, s);
+      CHECK(json_string_size(s) == written.size());
+    }
+  }
+  SECTION("none for text that is not UTF-8, whose written form depends on the repair") {
+    CHECK_FALSE(json_string_size("caf\xE9"));
+    CHECK_FALSE(json_string_size("cut \xE2\x9C"));
   }
 }

@@ -88,6 +88,24 @@ TEST_CASE("a thread stored before entries were typed reads back byte for byte") 
   }
 }
 
+TEST_CASE("a tool entry's tokens are estimated from its JSON text's size, measured or written") {
+  const auto from_text = [](const entry_payload& p) {
+    return 4 + static_cast<std::int64_t>((json_text(p).size() + 3) / 4);
+  };
+  const json::object arguments{{"text", "Re: \"quoted\"\n caf\u00e9"}, {"n", 3}};
+  for (const entry_payload& p :
+       {entry_payload(tool_call_payload::of("reply", arguments, std::nullopt)),
+        entry_payload(tool_call_payload::of("reply", arguments, std::string("{not json"))),
+        entry_payload(tool_result_payload::of("post", json::value(json::object{{"id", "p-1"}}))),
+        entry_payload(tool_result_payload::of("say", json::value("a \"string\" result\twith escapes"))),
+        entry_payload(tool_result_payload::of("post", error_info::of("refused", "no such post \"p-9\""))),
+        entry_payload(tool_result_payload::of("na\xEFve", json::value("latin-1 \xE9 in a result")))}) {
+    INFO(json_text(p));
+    const std::string_view kind = p.get_if<tool_call_payload>() ? entry_kind::tool_call : entry_kind::tool_result;
+    CHECK(estimate_tokens(kind, p) == from_text(p));
+  }
+}
+
 TEST_CASE("typed payloads and refs write the JSON the machine wrote before") {
   SECTION("a message with thinking and a finish reason") {
     const entry_payload p = message_payload{"assistant", "hi", "hmm", "stop", {}};
