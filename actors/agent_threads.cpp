@@ -56,8 +56,13 @@ void agent_logic::load_async(const std::string& thread_id) {
     stamp = now_ms();
     id_seed = ids().next_u64();
   }
+  // In a cluster the lease is taken under the grant of the agent's shard.
+  store_executor::lease_taker take;
+  if (st_.ctx->take_lease)
+    take = [fn = st_.ctx->take_lease, agent_id = st_.id, thread_id, owner = st_.ctx->owner_id,
+            ttl = st_.ctx->lease_ttl](std::int64_t now) { return fn(agent_id, thread_id, owner, now, ttl); };
   stores().acquire_lease_then(
-      thread_id, st_.ctx->owner_id, st_.ctx->lease_ttl,
+      thread_id, st_.ctx->owner_id, st_.ctx->lease_ttl, std::move(take),
       [self = handle(), store = stores().shared_store(), deadline = stores().deadline(), alive = st_.alive, thread_id,
        stamp, id_seed](store_job_status why, stored<thread_lease> taken) {
         loaded_thread loaded = not_run(why, deadline);

@@ -124,6 +124,7 @@ runtime::impl::impl(runtime_options o) : options(std::move(o)) {
       ctx->store, store_executor_options{.threads = options.store_threads, .deadline = options.store_deadline});
   ctx->owner_id = options.owner_id.empty() ? made_up_owner_id() : options.owner_id;
   ctx->lease_ttl = options.lease_ttl;
+  ctx->take_lease = options.take_lease;
   ctx->workers = std::make_unique<worker_pool>(options.tool_workers, options.max_queued_tool_jobs);
   ctx->max_restarts = options.max_restarts;
   ctx->restart_window = options.restart_window;

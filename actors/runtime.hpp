@@ -13,6 +13,7 @@
 #include "actors/stream_event.hpp"
 #include "directives/reply.hpp"
 #include "runtime/mcp/server_config.hpp"
+#include "runtime/store/thread_lease.hpp"
 #include "runtime/store/thread_store.hpp"
 #include "runtime/telemetry/telemetry.hpp"
 #include "runtime/tools/tool_registry.hpp"
@@ -52,6 +53,13 @@ struct runtime_options {
   // not renewed within lease_ttl may be taken over.
   std::string owner_id{};
   std::chrono::milliseconds lease_ttl{60'000};
+  // Set: how an agent takes a thread's lease, instead of the store's
+  // acquire_lease (a cluster node takes it under the grant of the agent's
+  // shard, so that a node that lost the shard cannot write; see
+  // actors/cluster/cluster_node.hpp). Called on a store thread.
+  std::function<stored<thread_lease>(const std::string& agent_id, const std::string& thread_id,
+                                     const std::string& owner, std::int64_t now_ms, std::chrono::milliseconds ttl)>
+      take_lease{};
   int max_restarts = 3;  // per agent within restart_window
   std::chrono::milliseconds restart_window{5'000};
   // Adds an OpenTelemetry exporter (OTLP/HTTP, JSON) beside `telemetry` when

@@ -94,6 +94,7 @@ struct runtime_context {
   // Who this runtime is to the store, and how long its leases on threads last.
   std::string owner_id;
   std::chrono::milliseconds lease_ttl{60'000};
+  decltype(runtime_options::take_lease) take_lease;  // runtime_options::take_lease
   std::shared_ptr<telemetry_sink> telemetry;
   tool_registry tools;
   std::unique_ptr<worker_pool> workers;

@@ -78,16 +78,18 @@ void store_executor::append(thread_view t, std::uint64_t expected_rev, std::opti
 }
 
 void store_executor::acquire_lease_then(std::string thread_id, std::string owner, std::chrono::milliseconds ttl,
-                                        leased_job then) {
-  if (!store_->queues_lease_takes()) {
-    submit([this, thread_id = std::move(thread_id), owner = std::move(owner), ttl,
+                                        lease_taker take, leased_job then) {
+  if (take || !store_->queues_lease_takes()) {
+    submit([this, thread_id = std::move(thread_id), owner = std::move(owner), ttl, take = std::move(take),
             then = std::move(then)](store_job_status why) {
       if (why != store_job_status::run) {
         then(why, not_run(why, options_.deadline));
         return;
       }
       std::optional<stored<thread_lease>> taken;
-      if (auto what = thrown_by([&] { taken = store_->acquire_lease(thread_id, owner, wall_clock_ms(), ttl); }))
+      if (auto what = thrown_by([&] {
+            taken = take ? take(wall_clock_ms()) : store_->acquire_lease(thread_id, owner, wall_clock_ms(), ttl);
+          }))
         taken = store_error{"internal", "the store threw: " + *what + "; no lease was taken"};
       then(why, std::move(*taken));
     });

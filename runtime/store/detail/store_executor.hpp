@@ -75,8 +75,12 @@ class store_executor {
   // with the lease or why there is none. A store that queues lease takes
   // (SQLite) takes it in its next batch, so that loading many threads at
   // once does not hold a store thread per lease.
+  // With `take` (runtime_options::take_lease), the lease is what it takes
+  // (given the time), on a store thread, instead of the store's.
   using leased_job = std::function<void(store_job_status, stored<thread_lease>)>;
-  void acquire_lease_then(std::string thread_id, std::string owner, std::chrono::milliseconds ttl, leased_job then);
+  using lease_taker = std::function<stored<thread_lease>(std::int64_t now_ms)>;
+  void acquire_lease_then(std::string thread_id, std::string owner, std::chrono::milliseconds ttl, lease_taker take,
+                          leased_job then);
 
   // Gives a lease up (thread_store::release_lease) without waiting: in the
   // store's next batch if it queues lease takes, else on a store thread;

@@ -551,7 +551,7 @@ TEMPLATE_TEST_CASE("lease takes through the store executor answer as acquire_lea
     for (int i = 0; i < threads; ++i) {
       auto done = std::make_shared<std::promise<stored<thread_lease>>>();
       answers.push_back(done->get_future());
-      stores.acquire_lease_then("leased-" + std::to_string(i), owner, ttl,
+      stores.acquire_lease_then("leased-" + std::to_string(i), owner, ttl, {},
                                 [done](store_job_status, stored<thread_lease> r) { done->set_value(std::move(r)); });
     }
     std::vector<stored<thread_lease>> out;
