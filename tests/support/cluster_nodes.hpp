@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 
 namespace troupe::testing {
 
@@ -22,6 +23,17 @@ inline cluster_options test_node(const std::string& conninfo, const std::string&
   o.dead_after = 400ms;
   o.shard_lease_ttl = 600ms;
   return o;
+}
+
+// Polls `done` until it holds or `timeout` passes (a condition, not a spell).
+template <class F>
+bool eventually(F done, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
 }
 
 }  // namespace troupe::testing

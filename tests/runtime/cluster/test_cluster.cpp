@@ -33,17 +33,6 @@ cluster_options node(const postgres_backend& db, const std::string& id, std::uin
   return test_node(db.uri(), id, shards);
 }
 
-// Polls `done` until it holds or `timeout` passes (a condition, not a spell).
-template <class F>
-bool eventually(F done, std::chrono::milliseconds timeout = 10s) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
-
 std::set<std::uint32_t> shard_numbers(const cluster_membership& m) {
   std::set<std::uint32_t> out;
   for (const shard_lease& l : m.shards_held()) out.insert(l.shard);

@@ -1,0 +1,384 @@
+#include "actors/cluster/cluster_node.hpp"
+
+#include "actors/detail/request_state.hpp"
+#include "runtime/cluster/cluster_membership.hpp"
+#include "runtime/cluster/shard_of.hpp"
+#include "runtime/random_ids.hpp"
+#include "runtime/store/postgres/postgres_store.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+namespace troupe {
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+// Errors after which the agent may be found elsewhere: its node died or
+// was cut off, it answered that it does not run the agent (the shard moved),
+// the agent stopped as its shard was drained or lost, or the node lost the
+// thread's lease with the shard.
+bool holder_may_have_moved(const std::string& type) {
+  return type == error_type::node_lost || type == error_type::not_found || type == error_type::shutdown ||
+         type == error_type::agent_stopped || type == error_type::lease_lost ||
+         type == error_type::thread_owned_elsewhere;
+}
+
+node_address parse_address(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos) return {text, 0};
+  return {text.substr(0, colon), static_cast<std::uint16_t>(std::stoul(text.substr(colon + 1)))};
+}
+
+reply failed(const std::string& request_id, const char* type, std::string message) {
+  return reply{request_id, error_info::of(type, std::move(message)), {}, 0};
+}
+
+}  // namespace
+
+// One ask through the cluster, over its attempts.
+struct routed_ask {
+  std::shared_ptr<request::state> s;
+  std::string question;
+  ask_options options;    // without the callbacks, which `s` holds
+  std::string thread_id;  // as the agent names it
+  steady::time_point give_up;
+
+  std::mutex m;
+  std::optional<request> current;
+  std::optional<std::string> cancelled;
+
+  // The request's end, told once, after its last attempt.
+  void finish(reply end) {
+    if (s->on_event) s->notify(request_finished_event{end});
+    s->settle(std::move(end));
+  }
+};
+
+struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
+  cluster_node_options options;
+  std::string node_id;
+  std::shared_ptr<postgres_store> store;
+  std::unordered_map<std::uint32_t, std::vector<agent_spec>> specs_by_shard;
+
+  // The grants this node holds and may take thread leases under: a drained
+  // or lost shard is struck off before its agents are stopped.
+  mutable std::mutex held_mutex;
+  std::unordered_map<std::uint32_t, shard_lease> held;
+
+  std::unique_ptr<runtime> rt;
+  std::unique_ptr<node> transport;
+  std::unique_ptr<cluster_membership> members;
+
+  // Starting and stopping agents and retries run here, off the membership's
+  // thread (whose heartbeats must not wait for agents) and off the runtime's.
+  std::mutex work_mutex;
+  std::condition_variable work_ready;
+  std::multimap<steady::time_point, std::function<void(bool run)>> work;
+  bool work_stopping = false;
+  std::thread worker;
+
+  std::atomic<std::uint64_t> local_asks{0}, remote_asks{0}, retries{0};
+  std::atomic<bool> closing{false};
+
+  explicit impl(cluster_node_options o) : options(std::move(o)) {}
+
+  void start() {
+    node_id = options.cluster.node_id.empty() ? made_up_node_id() : options.cluster.node_id;
+    options.cluster.node_id = node_id;
+    for (const agent_spec& spec : options.agents)
+      specs_by_shard[shard_of(spec.id, options.cluster.shards)].push_back(spec);
+    store = std::make_shared<postgres_store>(options.cluster.conninfo);
+    runtime_options ro = options.runtime;
+    ro.store = store;
+    ro.owner_id = node_id;
+    ro.take_lease = [weak = weak_from_this()](const std::string& agent_id, const std::string& thread_id,
+                                              const std::string& owner, std::int64_t now_ms,
+                                              std::chrono::milliseconds ttl) -> stored<thread_lease> {
+      auto self = weak.lock();
+      if (!self) return store_error{"fenced", "the node is closed"};
+      const std::uint32_t shard = shard_of(agent_id, self->options.cluster.shards);
+      std::optional<shard_lease> grant;
+      {
+        std::lock_guard lock(self->held_mutex);
+        if (auto it = self->held.find(shard); it != self->held.end()) grant = it->second;
+      }
+      if (!grant)
+        return store_error{"fenced", "node " + self->node_id + " does not hold shard " + std::to_string(shard) +
+                                         " of agent " + agent_id};
+      return self->store->acquire_lease_in_shard(thread_id, owner, *grant, now_ms, ttl);
+    };
+    rt = std::make_unique<runtime>(std::move(ro));
+    node_options to = options.transport;
+    if (!to.listen_port) to.listen_port = 0;
+    transport = std::make_unique<node>(*rt, std::move(to));
+    options.cluster.address = transport->address()->to_string();
+    options.cluster.build_id = cluster_build_id();
+    worker = std::thread([this] { work_loop(); });
+    cluster_hooks hooks;
+    hooks.acquired = [this](const shard_lease& l) {
+      {
+        std::lock_guard lock(held_mutex);
+        held[l.shard] = l;
+      }
+      post({}, [this, shard = l.shard](bool run) {
+        if (run) start_agents(shard);
+      });
+    };
+    hooks.drain = [this](const shard_lease& l, std::function<void()> drained) {
+      strike_off(l);
+      post({}, [this, shard = l.shard, drained = std::move(drained)](bool run) {
+        if (run) stop_agents(shard);
+        drained();
+      });
+    };
+    hooks.lost = [this](const shard_lease& l) {
+      strike_off(l);
+      post({}, [this, shard = l.shard](bool run) {
+        if (run) stop_agents(shard);
+      });
+    };
+    members = std::make_unique<cluster_membership>(options.cluster, std::move(hooks));
+  }
+
+  void strike_off(const shard_lease& l) {
+    std::lock_guard lock(held_mutex);
+    if (auto it = held.find(l.shard); it != held.end() && it->second.epoch == l.epoch) held.erase(it);
+  }
+
+  bool holds(std::uint32_t shard) {
+    std::lock_guard lock(held_mutex);
+    return held.count(shard) > 0;
+  }
+
+  void start_agents(std::uint32_t shard) {
+    if (!holds(shard)) return;  // lost again before its agents started
+    auto it = specs_by_shard.find(shard);
+    if (it == specs_by_shard.end()) return;
+    for (const agent_spec& spec : it->second) {
+      if (rt->find_agent(spec.id)) continue;
+      try {
+        rt->spawn_agent(spec);
+      } catch (const std::exception&) {
+        // A spec every node is given cannot start here either: its asks
+        // end with not_found, as on a single runtime.
+      }
+    }
+  }
+
+  void stop_agents(std::uint32_t shard) {
+    if (holds(shard)) return;  // granted again meanwhile
+    auto it = specs_by_shard.find(shard);
+    if (it == specs_by_shard.end()) return;
+    for (const agent_spec& spec : it->second)
+      if (auto a = rt->find_agent(spec.id)) a->stop();
+  }
+
+  void post(std::chrono::milliseconds delay, std::function<void(bool run)> f) {
+    {
+      std::lock_guard lock(work_mutex);
+      if (!work_stopping) {
+        work.emplace(steady::now() + delay, std::move(f));
+        work_ready.notify_one();
+        return;
+      }
+    }
+    f(false);
+  }
+
+  void work_loop() {
+    std::unique_lock lock(work_mutex);
+    for (;;) {
+      if (work_stopping) break;
+      if (work.empty()) {
+        work_ready.wait(lock);
+        continue;
+      }
+      auto first = work.begin();
+      if (first->first > steady::now()) {
+        work_ready.wait_until(lock, first->first);
+        continue;
+      }
+      auto f = std::move(first->second);
+      work.erase(first);
+      lock.unlock();
+      f(true);
+      lock.lock();
+    }
+    auto left = std::move(work);
+    work.clear();
+    lock.unlock();
+    for (auto& [when, f] : left) f(false);
+  }
+
+  void close() {
+    if (closing.exchange(true)) return;
+    members.reset();  // halts, unless the node left: no hook runs after this
+    {
+      std::lock_guard lock(work_mutex);
+      work_stopping = true;
+      work_ready.notify_all();
+    }
+    if (worker.joinable()) worker.join();
+    transport.reset();
+    if (rt) rt->shutdown();
+  }
+
+  // --- routing ---------------------------------------------------------------
+
+  void attempt(const std::shared_ptr<routed_ask>& r, const std::string& agent_id) {
+    std::optional<std::string> cancelled;
+    {
+      std::lock_guard lock(r->m);
+      cancelled = r->cancelled;
+    }
+    if (cancelled) {
+      r->finish(failed(r->s->id, error_type::cancelled, *cancelled));
+      return;
+    }
+    const std::uint32_t shard = shard_of(agent_id, options.cluster.shards);
+    std::optional<shard_location> where;
+    try {
+      where = members->locate(agent_id);
+    } catch (const std::exception& e) {
+      again(r, agent_id, failed(r->s->id, error_type::node_lost, std::string("cannot locate: ") + e.what()));
+      return;
+    }
+    if (!where) {
+      again(r, agent_id,
+            failed(r->s->id, error_type::node_lost,
+                   "no node holds shard " + std::to_string(shard) + " of agent " + agent_id + " now"));
+      return;
+    }
+    ask_options o = r->options;
+    o.request_id = r->s->id;
+    if (r->s->on_event)
+      o.on_event = [r](const stream_event& e) {
+        // The request's end is told once, after its last attempt.
+        if (!std::holds_alternative<request_finished_event>(e)) r->s->notify(e);
+      };
+    const bool remote = where->node_id != node_id;
+    o.on_reply = [weak = weak_from_this(), r, agent_id, shard, remote](const reply& end) {
+      auto self = weak.lock();
+      const auto* error = std::get_if<error_info>(&end.outcome);
+      if (!self || !error || !holder_may_have_moved(error->type) || self->closing) {
+        r->finish(end);
+        return;
+      }
+      if (remote && (error->type == error_type::node_lost || error->type == error_type::not_found))
+        self->members->forget(shard);
+      self->again(r, agent_id, end);
+    };
+    std::optional<request> sent;
+    if (!remote) {
+      auto a = rt->find_agent(agent_id);
+      if (!a) {
+        // Granted here, its agents not started yet.
+        again(r, agent_id, failed(r->s->id, error_type::not_found, "agent " + agent_id + " is not running yet"));
+        return;
+      }
+      ++local_asks;
+      sent = a->ask(r->question, std::move(o));
+    } else {
+      ++remote_asks;
+      sent = transport->agent_at(parse_address(where->address), agent_id).ask(r->question, std::move(o));
+    }
+    {
+      std::lock_guard lock(r->m);
+      r->current = *sent;
+      cancelled = r->cancelled;
+    }
+    if (cancelled) sent->cancel(*cancelled);
+  }
+
+  // After `last`, asks again once the holder may have changed, unless the
+  // route's time is up or the thread already holds some of the request.
+  void again(const std::shared_ptr<routed_ask>& r, const std::string& agent_id, reply last) {
+    if (steady::now() >= r->give_up) {
+      r->finish(std::move(last));
+      return;
+    }
+    const auto pause = std::max(std::chrono::milliseconds(5), options.cluster.heartbeat_interval / 2);
+    post(pause, [weak = weak_from_this(), r, agent_id, last = std::move(last)](bool run) mutable {
+      auto self = weak.lock();
+      if (!run || !self) {
+        r->finish(std::move(last));
+        return;
+      }
+      auto entries = self->store->request_entries(r->thread_id, r->s->id);
+      if (entries && !entries->empty()) {
+        if (auto* error = std::get_if<error_info>(&last.outcome))
+          error->message += " (the thread holds " + std::to_string(entries->size()) +
+                            " entries of this request, so it is not asked again)";
+        r->finish(std::move(last));
+        return;
+      }
+      ++self->retries;
+      self->attempt(r, agent_id);
+    });
+  }
+};
+
+cluster_node::cluster_node(cluster_node_options options)
+    : impl_(std::make_shared<cluster_agent::impl>(std::move(options))) {
+  try {
+    impl_->start();
+  } catch (...) {
+    impl_->close();
+    throw;
+  }
+}
+
+cluster_node::~cluster_node() { impl_->close(); }
+
+const std::string& cluster_node::id() const { return impl_->node_id; }
+node_address cluster_node::address() const { return *impl_->transport->address(); }
+cluster_agent cluster_node::agent(std::string agent_id) { return cluster_agent(impl_, std::move(agent_id)); }
+bool cluster_node::leave(std::chrono::milliseconds timeout) { return impl_->members->leave(timeout); }
+runtime& cluster_node::local() { return *impl_->rt; }
+cluster_membership& cluster_node::membership() { return *impl_->members; }
+
+cluster_route_counters cluster_node::route_counters() const {
+  return {impl_->local_asks.load(), impl_->remote_asks.load(), impl_->retries.load()};
+}
+
+request cluster_agent::ask(std::string question, ask_options options) const {
+  thread_local random_ids request_ids;
+  auto r = std::make_shared<routed_ask>();
+  r->s = std::make_shared<request::state>();
+  r->s->id = options.request_id.empty() ? request_ids.next("req") : options.request_id;
+  r->s->agent_id = id_;
+  r->s->thread_id = options.thread_id;
+  r->s->on_event = std::move(options.on_event);
+  r->s->on_reply = std::move(options.on_reply);
+  r->thread_id = options.thread_id.empty() ? id_ + ":default" : options.thread_id;
+  r->question = std::move(question);
+  r->options = std::move(options);
+  r->give_up = steady::now() + node_->options.route_timeout;
+  r->s->cancel_elsewhere = [weak = std::weak_ptr<routed_ask>(r)](std::string reason) {
+    auto r = weak.lock();
+    if (!r) return;
+    std::optional<request> now;
+    {
+      std::lock_guard lock(r->m);
+      r->cancelled = reason;
+      now = r->current;
+    }
+    if (now) now->cancel(std::move(reason));
+  };
+  request handle(r->s);
+  if (node_->closing) {
+    r->s->settle(failed(r->s->id, error_type::shutdown, "the node is closed"));
+    return handle;
+  }
+  node_->attempt(r, id_);
+  return handle;
+}
+
+}  // namespace troupe

@@ -1,0 +1,303 @@
+// Three clustered runtimes (cluster_node) in child processes on loopback,
+// sharing a throwaway PostgreSQL: conversations asked through every node
+// reach the node holding their agent; one node killed with SIGKILL mid-load
+// and every conversation goes on through the survivors, with nothing lost
+// or committed twice, the dead node fenced off its threads and its shards
+// shared between the survivors. Skipped, visibly, without a PostgreSQL server.
+
+#include "runtime/clock.hpp"
+#include "runtime/cluster/cluster_status.hpp"
+#include "runtime/cluster/shard_of.hpp"
+#include "support/cluster_nodes.hpp"
+#include "support/store_backends.hpp"
+#include "support/store_cases.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+using namespace troupe;
+using namespace troupe::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::uint32_t shards = 8;  // support/cluster_nodes.hpp's count
+constexpr int agents = 12;           // support/cluster_join_child.cpp's
+const char* const secret = "cluster-node-test-secret";
+
+// A node process: its stdin takes asks, its stdout says what came of them.
+struct child {
+  std::string id;
+  pid_t pid = -1;
+  int in = -1, out = -1;
+  std::string buffer;
+
+  void send(const std::string& line) const {
+    const std::string l = line + "\n";
+    REQUIRE(::write(in, l.data(), l.size()) == static_cast<ssize_t>(l.size()));
+  }
+  // The next line within `timeout`, or none (the child ended, or was silent).
+  std::optional<std::string> line(std::chrono::milliseconds timeout = 20s) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (const auto nl = buffer.find('\n'); nl != std::string::npos) {
+        std::string l = buffer.substr(0, nl);
+        buffer.erase(0, nl + 1);
+        return l;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      if (left <= 0ms) return std::nullopt;
+      pollfd p{out, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return std::nullopt;
+      char chunk[4096];
+      const ssize_t n = ::read(out, chunk, sizeof chunk);
+      if (n <= 0) return std::nullopt;
+      buffer.append(chunk, static_cast<std::size_t>(n));
+    }
+  }
+  void kill() {
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ::close(in);
+    ::close(out);
+  }
+  void end() {
+    ::close(in);  // the node leaves its loop and closes
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ::close(out);
+  }
+};
+
+child start(const std::string& conninfo, const std::string& node_id) {
+  int to[2], from[2];
+  // Close-on-exec: the other children must not hold this one's stdin open.
+  REQUIRE(::pipe2(to, O_CLOEXEC) == 0);
+  REQUIRE(::pipe2(from, O_CLOEXEC) == 0);
+  child c;
+  c.id = node_id;
+  c.pid = ::fork();
+  if (c.pid == 0) {
+    ::dup2(to[0], STDIN_FILENO);
+    ::dup2(from[1], STDOUT_FILENO);
+    ::close(to[1]);
+    ::close(from[0]);
+    ::execl(TROUPE_CLUSTER_JOIN_CHILD, TROUPE_CLUSTER_JOIN_CHILD, conninfo.c_str(), node_id.c_str(), secret,
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(to[0]);
+  ::close(from[1]);
+  c.in = to[1];
+  c.out = from[0];
+  const auto ready = c.line(30s);
+  REQUIRE(ready);
+  REQUIRE(*ready == "ready " + node_id);
+  return c;
+}
+
+// The shards each live node holds, by node id, and whether every shard is held.
+std::map<std::string, std::uint32_t> shares(const std::string& conninfo, bool* all_held = nullptr) {
+  const cluster_status s = read_cluster_status(conninfo);
+  std::map<std::string, std::uint32_t> out;
+  for (const node_info& n : s.nodes)
+    if (n.state == node_state::active) out[n.id] = n.shards_held;
+  if (all_held) {
+    *all_held = true;
+    for (const shard_info& sh : s.shard_table)
+      if (sh.holder.empty() || sh.lease_left <= 0ms) *all_held = false;
+  }
+  return out;
+}
+
+bool shares_are(const std::string& conninfo, std::multiset<std::uint32_t> expected) {
+  bool all = false;
+  std::multiset<std::uint32_t> got;
+  for (const auto& [id, n] : shares(conninfo, &all)) got.insert(n);
+  return all && got == expected;
+}
+
+struct outcome {
+  bool ok = false;
+  std::string text;  // the answer, or "TYPE MESSAGE"
+};
+
+// Reads replies from `c` until every one of `ids` came; fails after a
+// reply's silence of 20 s.
+void collect(child& c, std::set<std::string> ids, std::map<std::string, outcome>& out) {
+  while (!ids.empty()) {
+    const auto l = c.line();
+    REQUIRE(l);
+    std::istringstream in(*l);
+    std::string word, id, status;
+    in >> word >> id >> status;
+    std::string rest;
+    std::getline(in >> std::ws, rest);
+    REQUIRE(word == "reply");
+    out[id] = {status == "ok", rest};
+    ids.erase(id);
+  }
+}
+
+std::string agent_of(int conversation) { return "agent-" + std::to_string(conversation % agents); }
+std::string thread_of(int conversation) { return "conv-" + std::to_string(conversation); }
+std::string request_of(int conversation, int round) {
+  return "r-" + std::to_string(conversation) + "-" + std::to_string(round);
+}
+
+// Asks round `round` of every conversation, conversation i through node
+// (i + round) % nodes.size(), and collects the replies of the nodes alive.
+void ask_round(std::vector<child*> nodes, int conversations, int round, std::map<std::string, outcome>& out) {
+  std::vector<std::set<std::string>> sent(nodes.size());
+  for (int i = 0; i < conversations; ++i) {
+    const std::size_t via = static_cast<std::size_t>(i + round) % nodes.size();
+    nodes[via]->send("ask " + agent_of(i) + " " + thread_of(i) + " " + request_of(i, round) + " question " +
+                     std::to_string(i) + "." + std::to_string(round));
+    sent[via].insert(request_of(i, round));
+  }
+  for (std::size_t n = 0; n < nodes.size(); ++n) collect(*nodes[n], sent[n], out);
+}
+
+// The user entries of `thread` by request id, and its assistant answers.
+struct thread_reading {
+  std::map<std::string, int> questions;
+  std::map<std::string, std::vector<std::string>> answers;
+  std::vector<std::string> order;  // request ids by their first entry
+};
+
+thread_reading read_thread(postgres_store& store, const std::string& id) {
+  thread_reading r;
+  auto t = store.load(id);
+  REQUIRE(t.has_value());
+  for (const entry& e : t->entries()) {
+    const std::string request(e.refs.request_id());
+    const auto* m = e.payload.get_if<message_payload>();
+    if (!m) continue;
+    if (r.order.empty() || r.order.back() != request) r.order.push_back(request);
+    if (std::string_view(m->role) == "user") ++r.questions[request];
+    if (std::string_view(m->role) == "assistant") r.answers[request].push_back(std::string(m->content));
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("three clustered runtimes: one killed with SIGKILL, every conversation goes on through the survivors") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  // Ids sort a < b < c: the fair shares are 3, 3, 2.
+  child a = start(db.uri(), "a-node"), b = start(db.uri(), "b-node"), c = start(db.uri(), "c-node");
+  REQUIRE(eventually([&] { return shares_are(db.uri(), {3, 3, 2}); }, 15s));
+
+  // The agents spread over the shards, so every node holds some.
+  std::set<std::uint32_t> used;
+  for (int i = 0; i < agents; ++i) used.insert(shard_of(agent_of(i), shards));
+  REQUIRE(used.size() >= 5);
+
+  constexpr int conversations = 24;
+  std::map<std::string, outcome> replies;
+  for (int round = 0; round < 3; ++round) ask_round({&a, &b, &c}, conversations, round, replies);
+  for (const auto& [id, o] : replies) {
+    INFO(id << ": " << o.text);
+    CHECK(o.ok);
+  }
+
+  // The victim's grants, to show they are fenced once its shards moved.
+  const cluster_status before = read_cluster_status(db.uri());
+  std::vector<shard_info> victims_shards;
+  for (const shard_info& s : before.shard_table)
+    if (s.holder == c.id) victims_shards.push_back(s);
+  REQUIRE(!victims_shards.empty());
+
+  // Round 3 is asked through all three, and the victim killed while it runs.
+  std::vector<std::set<std::string>> sent(3);
+  std::vector<child*> nodes{&a, &b, &c};
+  for (int i = 0; i < conversations; ++i) {
+    const std::size_t via = static_cast<std::size_t>(i + 3) % 3;
+    nodes[via]->send("ask " + agent_of(i) + " " + thread_of(i) + " " + request_of(i, 3) + " question " +
+                     std::to_string(i) + ".3");
+    sent[via].insert(request_of(i, 3));
+  }
+  const auto killed_at = std::chrono::steady_clock::now();
+  c.kill();
+  // Asks through the survivors to the victim's agents wait for their shards
+  // to move, and are answered there, unless the victim had committed some
+  // of them: those end with node_lost, never asked twice.
+  std::map<std::string, outcome> round3;
+  collect(a, sent[0], round3);
+  collect(b, sent[1], round3);
+  for (const auto& [id, o] : round3) {
+    INFO(id << ": " << o.text);
+    if (!o.ok) CHECK(o.text.rfind("node_lost", 0) == 0);
+  }
+  REQUIRE(eventually([&] { return shares_are(db.uri(), {4, 4}); }, 15s));
+  const auto moved_after = std::chrono::steady_clock::now() - killed_at;
+  CHECK(moved_after < 400ms + 30 * 50ms + 2s);  // dead_after, a few rounds, the statements
+  {
+    const auto s = shares(db.uri());
+    CHECK(s.count("a-node") == 1);
+    CHECK(s.count("b-node") == 1);
+    CHECK(s.count("c-node") == 0);
+  }
+
+  // Every conversation goes on, through either survivor.
+  std::map<std::string, outcome> after;
+  for (int round = 4; round < 6; ++round) ask_round({&a, &b}, conversations, round, after);
+  for (const auto& [id, o] : after) {
+    INFO(id << ": " << o.text);
+    CHECK(o.ok);
+  }
+
+  // Each thread: every question at most once (exactly once when answered,
+  // with one answer), in the order asked; nothing answered is missing.
+  postgres_store& store = *db.store;
+  for (int i = 0; i < conversations; ++i) {
+    INFO("conversation " << i);
+    const thread_reading t = read_thread(store, thread_of(i));
+    for (const auto& [request, n] : t.questions) CHECK(n == 1);
+    for (int round = 0; round < 6; ++round) {
+      const std::string id = request_of(i, round);
+      const auto answered = round == 3 ? round3.find(id) : (round < 3 ? replies.find(id) : after.find(id));
+      const bool by_survivor = answered != (round == 3 ? round3.end() : (round < 3 ? replies.end() : after.end()));
+      if (by_survivor && answered->second.ok) {
+        REQUIRE(t.questions.count(id) == 1);
+        REQUIRE(t.answers.count(id) == 1);
+        CHECK(t.answers.at(id).size() == 1);
+        CHECK(t.answers.at(id).front() == answered->second.text);
+      }
+    }
+    std::vector<std::string> asked;
+    for (const std::string& id : t.order) asked.push_back(id);
+    std::vector<std::string> sorted = asked;
+    std::sort(sorted.begin(), sorted.end(), [](const std::string& x, const std::string& y) {
+      return std::stoi(x.substr(x.rfind('-') + 1)) < std::stoi(y.substr(y.rfind('-') + 1));
+    });
+    CHECK(asked == sorted);
+    CHECK(std::set<std::string>(asked.begin(), asked.end()).size() == asked.size());
+  }
+
+  // Fencing: under its old grants the dead node can take no thread lease
+  // again, and a thread lease it held commits nothing.
+  for (const shard_info& s : victims_shards) {
+    for (int i = 0; i < conversations; ++i) {
+      if (shard_of(agent_of(i), shards) != s.shard) continue;
+      const auto stale =
+          store.acquire_lease_in_shard(thread_of(i), c.id, shard_lease{s.shard, c.id, s.epoch}, wall_clock_ms(), 1h);
+      REQUIRE(!stale);
+      CHECK(stale.error().type == "fenced");
+    }
+  }
+  a.end();
+  b.end();
+}
