@@ -152,6 +152,13 @@ struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
     if (auto it = held.find(l.shard); it != held.end() && it->second.epoch == l.epoch) held.erase(it);
   }
 
+  // Every node is given the same specs: an id none has is no agent anywhere.
+  bool knows(const std::string& agent_id) const {
+    auto it = specs_by_shard.find(shard_of(agent_id, options.cluster.shards));
+    return it != specs_by_shard.end() &&
+           std::any_of(it->second.begin(), it->second.end(), [&](const agent_spec& s) { return s.id == agent_id; });
+  }
+
   bool holds(std::uint32_t shard) {
     std::lock_guard lock(held_mutex);
     return held.count(shard) > 0;
@@ -375,6 +382,10 @@ request cluster_agent::ask(std::string question, ask_options options) const {
   request handle(r->s);
   if (node_->closing) {
     r->s->settle(failed(r->s->id, error_type::shutdown, "the node is closed"));
+    return handle;
+  }
+  if (!node_->knows(id_)) {
+    r->finish(failed(r->s->id, error_type::not_found, "no agent " + id_ + " in this cluster"));
     return handle;
   }
   node_->attempt(r, id_);

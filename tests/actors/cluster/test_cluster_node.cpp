@@ -213,6 +213,13 @@ TEST_CASE("three clustered runtimes: one killed with SIGKILL, every conversation
     CHECK(o.ok);
   }
 
+  // An id no node was given is no agent anywhere: refused at once, not
+  // looked for until the route's time is up.
+  a.send("ask nobody conv-x r-x question");
+  std::map<std::string, outcome> unknown;
+  collect(a, {"r-x"}, unknown);
+  CHECK(unknown["r-x"].text.rfind("not_found", 0) == 0);
+
   // The victim's grants, to show they are fenced once its shards moved.
   const cluster_status before = read_cluster_status(db.uri());
   std::vector<shard_info> victims_shards;
