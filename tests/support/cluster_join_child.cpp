@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
   o.transport.secret = argv[3];
   o.runtime.provider = model;
   o.runtime.telemetry = std::make_shared<log_sink>(false);
+  // Thread leases that outlive the test: a survivor can take a dead node's
+  // threads only because a new grant of their shard revokes its leases.
   o.runtime.lease_ttl = std::chrono::hours(1);
   for (int i = 0; i < 12; ++i) o.agents.push_back({.id = "agent-" + std::to_string(i), .model = "m"});
   std::mutex out;  // outlives the node, whose last replies may come as it closes

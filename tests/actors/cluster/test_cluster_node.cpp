@@ -244,6 +244,17 @@ TEST_CASE("three clustered runtimes: one killed with SIGKILL, every conversation
   std::map<std::string, outcome> round3;
   collect(a, sent[0], round3);
   collect(b, sent[1], round3);
+  // Asked after the kill, an agent of the victim's: the first attempt goes
+  // to the dead node (or finds its shard not yet moved), and the ask is
+  // located again until a survivor holds the shard, which answers it.
+  std::string moved_agent;
+  for (int i = 0; i < agents && moved_agent.empty(); ++i)
+    for (const shard_info& held : victims_shards)
+      if (shard_of(agent_of(i), shards) == held.shard) moved_agent = agent_of(i);
+  REQUIRE(!moved_agent.empty());
+  a.send("ask " + moved_agent + " after-kill r-after-kill question after the kill");
+  collect(a, {"r-after-kill"}, round3);
+  CHECK(round3["r-after-kill"].ok);
   for (const auto& [id, o] : round3) {
     INFO(id << ": " << o.text);
     if (!o.ok) CHECK(o.text.rfind("node_lost", 0) == 0);
@@ -292,6 +303,13 @@ TEST_CASE("three clustered runtimes: one killed with SIGKILL, every conversation
     });
     CHECK(asked == sorted);
     CHECK(std::set<std::string>(asked.begin(), asked.end()).size() == asked.size());
+  }
+
+  {
+    const thread_reading t = read_thread(store, "after-kill");
+    CHECK(t.questions == std::map<std::string, int>{{"r-after-kill", 1}});
+    CHECK(t.answers ==
+          std::map<std::string, std::vector<std::string>>{{"r-after-kill", {round3["r-after-kill"].text}}});
   }
 
   // Fencing: under its old grants the dead node can take no thread lease
