@@ -26,8 +26,11 @@ http::status status_of_error(std::string_view type) {
   if (type == e::deadline_exceeded) return s::gateway_timeout;
   if (type == e::invalid_query) return s::bad_request;
   if (type == e::shutdown || type == e::agent_stopped || type == e::store_timeout || type == e::store_failed ||
-      type == e::thread_owned_elsewhere || type == e::lease_lost)
+      type == e::thread_owned_elsewhere || type == e::lease_lost || type == e::node_lost)
     return s::service_unavailable;
+  // Another node of the cluster refused us (its secret, its certificate) or
+  // runs another build: an upstream that will not serve this one.
+  if (type == e::node_refused || type == e::incompatible_build) return s::bad_gateway;
   if (type == e::callback_failed || type == e::agent_crashed || type == e::agent_failed ||
       type == e::executor_crashed || type == e::broker_crashed)
     return s::internal_server_error;
