@@ -95,13 +95,13 @@ TEST_CASE("serve metrics count what the runtime's telemetry reports", "[serve][m
     m.emit(event(telemetry_kind::request_started, "r2"));
     m.emit(event(telemetry_kind::request_failed, "r2", 2'000'000));
     m.emit(event(telemetry_kind::request_started, "r3"));
-    m.emit(event(telemetry_kind::request_paused, "r3", 0));
+    m.emit(event(telemetry_kind::request_paused, "r3", 5'000'000));
     const std::string text = m.exposition();
     CHECK(has_line(text, "troupe_turns_total{agent=\"helper\",outcome=\"paused\"} 1"));
     CHECK(has_line(text, "troupe_turns_total{agent=\"helper\",outcome=\"ok\"} 1"));
     CHECK(has_line(text, "troupe_turns_total{agent=\"helper\",outcome=\"error\"} 1"));
     CHECK(has_line(text, "troupe_turn_duration_seconds_bucket{agent=\"helper\",le=\"0.25\"} 1"));
-    CHECK(has_line(text, "troupe_turn_duration_seconds_sum{agent=\"helper\"} 2.25"));
+    CHECK(has_line(text, "troupe_turn_duration_seconds_sum{agent=\"helper\"} 7.25"));
     CHECK(has_line(text, "troupe_turns_running{agent=\"helper\"} 0"));
   }
   SECTION("model calls, their latency and their tokens") {
