@@ -78,10 +78,13 @@ std::optional<reply> end_after_expiry(const thread_view& t, std::string_view req
 }
 
 std::vector<const entry*> open_approval_requests(const thread_view& t) {
+  // Most threads never asked for a decision: they need no index of what is closed.
+  const std::vector<const entry*> requests = t.of_kind(entry_kind::approval_request);
+  if (requests.empty()) return {};
   std::set<call_key> closed;
   for (const entry* e : t.of_kinds({entry_kind::decision, entry_kind::tool_result})) closed.insert(key_of(*e));
   std::vector<const entry*> out;
-  for (const entry* e : t.of_kind(entry_kind::approval_request)) {
+  for (const entry* e : requests) {
     if (closed.count(key_of(*e))) continue;
     // Another agent's call is closed too once the call that asked it has its result.
     if (auto r = relayed_to(*e); r && closed.count({e->refs.call_id(), r->outer_tool_call_id})) continue;
