@@ -5,7 +5,6 @@
 
 #include <boost/json/parse.hpp>
 
-#include <array>
 #include <optional>
 #include <stdexcept>
 
@@ -196,8 +195,9 @@ void entry_codec::write(std::string& out, const entry& e, const entry* previous)
   put_extras(out, r.extras_);
 }
 
-decoded<std::vector<entry>> entry_codec::read_all(std::string_view bytes) {
+decoded<std::vector<entry>> entry_codec::read_all(std::string_view bytes, std::size_t expected) {
   std::vector<entry> out;
+  out.reserve(expected);
   reader in(bytes);
   while (!in.done()) {
     const entry* previous = out.empty() ? nullptr : &out.back();
@@ -277,7 +277,6 @@ decoded<std::vector<entry>> entry_codec::read_all(std::string_view bytes) {
       r.call_id_ = in.repeatable(before ? before->call_id_.view() : std::string_view());
       r.tool_call_id_ = in.repeatable(before ? before->tool_call_id_.view() : std::string_view());
       r.extras_ = in.extras();
-      e.tokens = estimate_tokens(e.kind, e.payload);
       out.push_back(std::move(e));
     } catch (const std::exception& ex) {
       return decode_error{element_path("entries", out.size()), std::string("unreadable compact form: ") + ex.what()};

@@ -26,9 +26,11 @@ class entry_codec {
   static void write(std::string& out, const entry& e, const entry* previous);
 
   // Every entry of `bytes` (entries written one after another, the first
-  // with no previous), numbered from 0, their tokens estimated again. An
-  // error names the entry it could not read.
-  static decoded<std::vector<entry>> read_all(std::string_view bytes);
+  // with no previous), numbered from 0. Their tokens are left at 0: the
+  // thread they are restored into (thread::restore) estimates them, once.
+  // `expected`, when known, is how many entries the bytes hold: room for
+  // them is made at once. An error names the entry it could not read.
+  static decoded<std::vector<entry>> read_all(std::string_view bytes, std::size_t expected = 0);
 };
 
 }  // namespace troupe

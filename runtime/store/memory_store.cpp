@@ -22,7 +22,7 @@ memory_store::shard& memory_store::shard_of(const std::string& thread_id) {
 }
 
 stored<thread> memory_store::expand(const stored_compact& c) const {
-  auto entries = entry_codec::read_all(c.bytes);
+  auto entries = entry_codec::read_all(c.bytes, c.size);
   if (!entries) return store_error{"corrupt", "thread " + c.id + ": " + entries.error().describe()};
   auto t = thread::restore(c.id, c.rev, c.created_at, c.updated_at, c.metadata ? *c.metadata : boost::json::object(),
                            std::move(*entries));

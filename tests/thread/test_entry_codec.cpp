@@ -30,6 +30,12 @@ std::string written(const thread_view& t) {
   return bytes;
 }
 
+// Read back, an entry's token estimate is left to thread::restore.
+entry without_tokens(entry e) {
+  e.tokens = 0;
+  return e;
+}
+
 }  // namespace
 
 TEST_CASE("entries in the compact form read back equal, writing the same JSON") {
@@ -40,7 +46,7 @@ TEST_CASE("entries in the compact form read back equal, writing the same JSON") 
   for (const entry& e : t.entries()) {
     INFO("entry " << e.seq << " (" << e.kind << ")");
     const entry& b = (*back)[e.seq];
-    CHECK(b == e);
+    CHECK(b == without_tokens(e));
     CHECK(json::serialize(to_json(b)) == json::serialize(to_json(e)));
   }
 }
@@ -68,8 +74,8 @@ TEST_CASE("troupe's own ids and repeated correlation ids take a few bytes, text 
   CHECK(bytes.size() - first_size <= 7 + 5 + 9 + 12);
   auto back = entry_codec::read_all(bytes);
   REQUIRE(back.has_value());
-  CHECK((*back)[0] == first);
-  CHECK((*back)[1] == second);
+  CHECK((*back)[0] == without_tokens(first));
+  CHECK((*back)[1] == without_tokens(second));
 }
 
 TEST_CASE("bytes that end inside an entry are an error naming that entry") {
