@@ -5,6 +5,7 @@
 
 #include <boost/json/parse.hpp>
 
+#include <array>
 #include <optional>
 #include <stdexcept>
 
@@ -126,9 +127,25 @@ class reader {
     return out;
   }
   json::object object() { return parse_object(text()); }
+  // Extras repeat across threads (a round's observations share one origin),
+  // and each thread read back holds a few: the last ones this OS thread read
+  // are handed out again, shared (they never change), instead of being
+  // parsed again.
   json_extras extras() {
     const std::string_view t = text();
-    return t.empty() ? json_extras() : json_extras(parse_object(t));
+    if (t.empty()) return json_extras();
+    struct recent {
+      std::string text;
+      json_extras extras;
+    };
+    thread_local std::array<recent, 8> seen;
+    thread_local std::size_t next = 0;
+    for (const recent& r : seen)
+      if (!r.extras.empty() && r.text == t) return r.extras;
+    recent& r = seen[next++ % seen.size()];
+    r.extras = json_extras(parse_object(t));
+    r.text.assign(t);
+    return r.extras;
   }
 
  private:

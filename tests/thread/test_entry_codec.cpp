@@ -86,3 +86,23 @@ TEST_CASE("bytes that end inside an entry are an error naming that entry") {
   CHECK(cut.error().field == "entries[" + std::to_string(t.size() - 1) + "]");
   CHECK(cut.error().message.find("ends early") != std::string::npos);
 }
+
+TEST_CASE("extras read back again are shared with the ones read before, equal") {
+  sequential_ids ids;
+  thread t("t");
+  const json_extras origin(json::object{{"observation", json::object{{"round", 3}}}});
+  t.append({entry_draft{message_payload{"user", "hello", {}, {}, origin}, entry_refs::of("r1/a1", 1)}},
+           1'767'225'600'000, ids);
+  const std::string bytes = written(t);
+  auto once = entry_codec::read_all(bytes);
+  auto again = entry_codec::read_all(bytes);
+  REQUIRE(once.has_value());
+  REQUIRE(again.has_value());
+  const auto* a = (*once)[0].payload.get_if<message_payload>();
+  const auto* b = (*again)[0].payload.get_if<message_payload>();
+  REQUIRE(a);
+  REQUIRE(b);
+  REQUIRE(a->extra.get());
+  CHECK(*a->extra.get() == *origin.get());
+  CHECK(a->extra.get() == b->extra.get());
+}
