@@ -52,6 +52,14 @@ struct counted_tools {
   }
 };
 
+// A runtime with the counted tools and a sink recording its telemetry.
+struct watched {
+  counted_tools tools;
+  std::shared_ptr<recording_sink> sink = std::make_shared<recording_sink>();
+  runtime rt{runtime_options{.provider = search_and_send(), .telemetry = sink}};
+  watched() { tools.add_to(rt); }
+};
+
 agent_spec supervised(std::string id = "a") {
   agent_spec spec{.id = std::move(id), .model = "m", .tools = {"search", "send"}};
   spec.approvals["send"] = approval_rule{approval_mode::always, {}, "sends an email", 3'600'000, verdict::reject};
@@ -395,10 +403,9 @@ TEST_CASE("a decide's subscriber sees the request it continues pause again") {
 }
 
 TEST_CASE("the wait from a pause to its decision is reported, timed by the thread's entries") {
-  counted_tools tools;
-  auto sink = std::make_shared<recording_sink>();
-  runtime rt({.provider = search_and_send(), .telemetry = sink});
-  tools.add_to(rt);
+  watched w;
+  runtime& rt = w.rt;
+  const auto& sink = w.sink;
   agent a = rt.spawn_agent(supervised());
   REQUIRE(must_reply(a.ask("mail bob", {.request_id = "r1"})).paused());
   CHECK(sink->count(telemetry_kind::approval_decided) == 0);
@@ -425,10 +432,9 @@ TEST_CASE("the wait from a pause to its decision is reported, timed by the threa
 }
 
 TEST_CASE("a request continued by a decision is reported started again, so its starts and ends pair up") {
-  counted_tools tools;
-  auto sink = std::make_shared<recording_sink>();
-  runtime rt({.provider = search_and_send(), .telemetry = sink});
-  tools.add_to(rt);
+  watched w;
+  runtime& rt = w.rt;
+  const auto& sink = w.sink;
   agent a = rt.spawn_agent(supervised());
   REQUIRE(must_reply(a.ask("mail bob", {.request_id = "r1"})).paused());
   REQUIRE(sink->wait_for(telemetry_kind::request_paused, 1, patience));  // the pause ends the ask
@@ -441,10 +447,9 @@ TEST_CASE("a request continued by a decision is reported started again, so its s
 }
 
 TEST_CASE("a request its deadline's default continues is reported started again and ended, as any request") {
-  counted_tools tools;
-  auto sink = std::make_shared<recording_sink>();
-  runtime rt({.provider = search_and_send(), .telemetry = sink});
-  tools.add_to(rt);
+  watched w;
+  runtime& rt = w.rt;
+  const auto& sink = w.sink;
   agent_spec spec = supervised();
   spec.approvals["send"].timeout_ms = 1;
   agent a = rt.spawn_agent(spec);

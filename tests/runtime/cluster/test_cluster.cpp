@@ -20,6 +20,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 using namespace troupe;
 using namespace troupe::testing;
@@ -61,6 +62,32 @@ bool shares_are(const std::vector<const cluster_membership*>& nodes, const std::
   }
   return all.size() == test_shards;
 }
+
+// The shards a membership reports lost, as its hook hands them over (on the
+// membership's thread).
+class recorded_losses {
+ public:
+  cluster_hooks hooks() {
+    cluster_hooks h;
+    h.lost = [this](const shard_lease& l) {
+      std::lock_guard lock(m_);
+      lost_.push_back(l);
+    };
+    return h;
+  }
+  std::size_t count() const {
+    std::lock_guard lock(m_);
+    return lost_.size();
+  }
+  std::vector<shard_lease> all() const {
+    std::lock_guard lock(m_);
+    return lost_;
+  }
+
+ private:
+  mutable std::mutex m_;
+  std::vector<shard_lease> lost_;
+};
 
 }  // namespace
 
@@ -273,14 +300,8 @@ TEST_CASE("a node that stops heartbeating is declared dead and its shards move t
 TEST_CASE("a holder learns that its shard was taken, and says so once") {
   postgres_backend db;
   REQUIRE_BACKEND(db);
-  std::mutex m;
-  std::vector<shard_lease> lost;
-  cluster_hooks h;
-  h.lost = [&](const shard_lease& l) {
-    std::lock_guard lock(m);
-    lost.push_back(l);
-  };
-  cluster_membership a(node(db, "a"), h);
+  recorded_losses lost;
+  cluster_membership a(node(db, "a"), lost.hooks());
   REQUIRE(eventually([&] { return shares_are({&a}, {8}); }));
   const shard_lease before = *held(a, 3);
   // Another grant of shard 3, as a node that judged a dead would make it.
@@ -288,14 +309,11 @@ TEST_CASE("a holder learns that its shard was taken, and says so once") {
     PQclear(PQexec(c, "INSERT INTO troupe_nodes VALUES ('z', 'z:1', 'x', 'active', now(), now() + interval '1 hour')"));
     PQclear(PQexec(c, "UPDATE troupe_shards SET holder = 'z', epoch = epoch + 1 WHERE shard = 3"));
   });
-  REQUIRE(eventually([&] {
-    std::lock_guard lock(m);
-    return !lost.empty();
-  }));
+  REQUIRE(eventually([&] { return lost.count() > 0; }));
   REQUIRE(a.wait_rounds(3, 10s));
-  std::lock_guard lock(m);
-  REQUIRE(lost.size() == 1);
-  CHECK(lost.front() == before);
+  const std::vector<shard_lease> seen = lost.all();
+  REQUIRE(seen.size() == 1);
+  CHECK(seen.front() == before);
   CHECK(!held(a, 3));
 }
 
@@ -406,22 +424,13 @@ TEST_CASE("a dead node's row is forgotten forget_dead_after past its last heartb
 TEST_CASE("a live node declared dead drops its shards, joins again and takes them under new epochs") {
   postgres_backend db;
   REQUIRE_BACKEND(db);
-  std::mutex m;
-  std::vector<shard_lease> lost;
-  cluster_hooks h;
-  h.lost = [&](const shard_lease& l) {
-    std::lock_guard lock(m);
-    lost.push_back(l);
-  };
-  cluster_membership a(node(db, "a"), h);
+  recorded_losses lost;
+  cluster_membership a(node(db, "a"), lost.hooks());
   REQUIRE(eventually([&] { return shares_are({&a}, {8}); }));
   const std::vector<shard_lease> before = a.shards_held();
   // As a survivor would judge a node paused past dead_after.
   db.sql([](PGconn* c) { PQclear(PQexec(c, "UPDATE troupe_nodes SET state = 'dead' WHERE id = 'a'")); });
-  REQUIRE(eventually([&] {
-    std::lock_guard lock(m);
-    return lost.size() == 8;
-  }));
+  REQUIRE(eventually([&] { return lost.count() == 8; }));
   REQUIRE(eventually([&] { return shares_are({&a}, {8}); }));
   for (const shard_lease& l : before) CHECK(held(a, l.shard)->epoch > l.epoch);
   // Joining again, then active from its next heartbeat.
