@@ -29,9 +29,11 @@
 
 namespace troupe {
 
-// What nodes compare before they exchange anything: the version, the wire
-// format's version and the tag the build was configured with
-// (TROUPE_CLUSTER_BUILD_ID; by default the source's commit).
+// What nodes compare before they exchange anything: troupe's and CAF's
+// versions, a digest of the wire's sources (actors/cluster/detail/wire.hpp and
+// the headers it includes, taken at build time) and the tag the build was
+// configured with (TROUPE_CLUSTER_BUILD_ID, empty by default). Builds whose
+// messages are the same talk, whatever else changed between them.
 std::string cluster_build_id();
 
 struct node_address {

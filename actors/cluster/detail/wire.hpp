@@ -9,6 +9,10 @@
 // envelopes inspect their fields one by one (reply_fields, …). JSON members
 // (tool arguments, results) travel as their JSON text, which parse_json reads
 // back to the same value, bit for bit.
+//
+// This header and every project header it includes are the wire's sources:
+// the build id nodes compare (node.hpp) holds their digest, so nodes that
+// could misread each other never talk.
 
 #include "actors/stream_event.hpp"
 #include "directives/reply.hpp"
@@ -25,10 +29,6 @@
 #include <variant>
 
 namespace troupe::wire {
-
-// Bumped whenever a type below changes shape: part of the build id nodes
-// compare (node.hpp), so nodes that would misread each other never talk.
-inline constexpr int version = 1;
 
 using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using proof_atom = caf::atom_constant<caf::atom("proof")>;
