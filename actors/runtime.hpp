@@ -103,6 +103,12 @@ struct ask_options {
   // Set: the question is an observation a simulation's world delivered to
   // the agent, committed as the user's turn with this origin.
   std::optional<observation_origin> observation{};
+  // For an ask sent to another node (remote_agent, cluster_agent): the
+  // request goes on where it runs if this node is lost while it runs, and
+  // commits its end to the thread for whoever reads it next (a server's
+  // conversation turn). By default it is cancelled there, as nobody is left
+  // to hear its reply. Asks within one runtime ignore it.
+  bool outlives_caller = false;
 };
 
 class runtime;

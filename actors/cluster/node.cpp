@@ -172,6 +172,7 @@ ask_envelope envelope_of(const std::string& agent_id, const std::string& request
   e.traceparent = std::move(options.traceparent);
   if (options.deadline) e.deadline_ms = std::max<std::int64_t>(1, options.deadline->count());
   e.stream = stream;
+  e.outlives_caller = options.outlives_caller;
   return e;
 }
 

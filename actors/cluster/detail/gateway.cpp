@@ -16,11 +16,16 @@ namespace {
 
 using namespace wire;
 
+struct running_request {
+  request handle;
+  bool outlives_caller = false;
+};
+
 struct gateway_state {
   std::map<caf::node_id, std::pair<std::string, std::string>> challenges;  // caller's nonce, ours
   std::set<caf::node_id> trusted;
   // By the link that asked (so that a node's end cancels its requests), then by key.
-  std::map<caf::actor_addr, std::unordered_map<std::uint64_t, request>> running;
+  std::map<caf::actor_addr, std::unordered_map<std::uint64_t, running_request>> running;
   std::optional<caf::response_promise> closing;
   static inline const char* name = "troupe_gateway";
 };
@@ -48,7 +53,8 @@ caf::behavior gateway(gateway_actor* self, runtime::impl* rt, std::string secret
     auto& st = self->state;
     auto it = st.running.find(down.source);
     if (it == st.running.end()) return;
-    for (auto& [key, r] : it->second) r.cancel("the asking node is gone");
+    for (auto& [key, r] : it->second)
+      if (!r.outlives_caller) r.handle.cancel("the asking node is gone");
     st.trusted.erase(down.source.node());
   });
   auto finished = [self] {
@@ -101,12 +107,15 @@ caf::behavior gateway(gateway_actor* self, runtime::impl* rt, std::string secret
           if (end && !end->result.paused()) caf::anon_send(gateway, done_atom::value, caller_addr, key);
         };
         if (env.kind == ask_envelope::decide) {
-          slot->second.insert_or_assign(key, rt->decide(env.agent_id, std::move(env.decided), std::move(o)));
+          slot->second.insert_or_assign(
+              key,
+              running_request{rt->decide(env.agent_id, std::move(env.decided), std::move(o)), env.outlives_caller});
         } else {
           auto overrides = decode_query_overrides(env.overrides, "overrides");
           if (!overrides) return {error_type::invalid_query, overrides.error().describe(), 0};
           o.overrides = std::move(*overrides);
-          slot->second.insert_or_assign(key, rt->ask(env.agent_id, std::move(env.question), std::move(o)));
+          slot->second.insert_or_assign(
+              key, running_request{rt->ask(env.agent_id, std::move(env.question), std::move(o)), env.outlives_caller});
         }
         return {std::string(), std::string(), deadline};
       },
@@ -114,7 +123,7 @@ caf::behavior gateway(gateway_actor* self, runtime::impl* rt, std::string secret
         auto& st = self->state;
         auto it = st.running.find(caf::actor_cast<caf::actor_addr>(self->current_sender()));
         if (it == st.running.end()) return;
-        if (auto r = it->second.find(key); r != it->second.end()) r->second.cancel(std::move(reason));
+        if (auto r = it->second.find(key); r != it->second.end()) r->second.handle.cancel(std::move(reason));
       },
       [self, finished](done_atom, const caf::actor_addr& caller, std::uint64_t key) {
         auto& st = self->state;
@@ -138,9 +147,9 @@ caf::behavior gateway(gateway_actor* self, runtime::impl* rt, std::string secret
           for (auto& [key, r] : requests) {
             if (to)
               self->send(to, revent_atom::value,
-                         event_envelope{key, request_finished_event{
-                                                 reply{r.id(), error_info::of(error_type::node_lost, why), {}, 0}}});
-            r.cancel(why);
+                         event_envelope{key, request_finished_event{reply{
+                                                 r.handle.id(), error_info::of(error_type::node_lost, why), {}, 0}}});
+            r.handle.cancel(why);
           }
         }
         if (nothing_running(st)) return true;

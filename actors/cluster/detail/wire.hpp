@@ -242,6 +242,7 @@ struct ask_envelope {
   std::string traceparent;
   std::int64_t deadline_ms = 0;  // 0: the agent spec's
   bool stream = true;            // false: only the request_finished_event
+  bool outlives_caller = false;  // ask_options::outlives_caller
 };
 
 template <class Inspector>
@@ -250,7 +251,7 @@ typename Inspector::result_type inspect(Inspector& f, ask_envelope& x) {
   optional_ref<observation_origin> observation{x.observation};
   decision_fields decided{x.decided};
   return f(caf::meta::type_name("troupe_ask"), x.key, x.kind, x.agent_id, x.request_id, x.thread_id, x.question,
-           overrides, observation, decided, x.traceparent, x.deadline_ms, x.stream);
+           overrides, observation, decided, x.traceparent, x.deadline_ms, x.stream, x.outlives_caller);
 }
 
 // One stream event of the request `key`, from the node that runs it.

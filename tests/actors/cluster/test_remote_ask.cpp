@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <csignal>
 #include <mutex>
 #include <thread>
@@ -171,14 +172,20 @@ struct child_node {
   pid_t pid = -1;
   std::uint16_t port = 0;
 
-  child_node() {
+  // With no arguments, a node that listens; with {"ask", PORT}, a caller of
+  // the node listening at PORT (support/cluster_peer_child.cpp).
+  explicit child_node(std::vector<std::string> args = {}) {
     int out[2];
     REQUIRE(::pipe(out) == 0);
+    args.insert(args.begin(), {TROUPE_CLUSTER_PEER_CHILD, secret});
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
     pid = ::fork();
     if (pid == 0) {
       ::dup2(out[1], STDOUT_FILENO);
       ::close(out[0]);
-      ::execl(TROUPE_CLUSTER_PEER_CHILD, TROUPE_CLUSTER_PEER_CHILD, secret.c_str(), static_cast<char*>(nullptr));
+      ::execv(TROUPE_CLUSTER_PEER_CHILD, argv.data());
       ::_exit(127);
     }
     ::close(out[1]);
@@ -186,6 +193,10 @@ struct child_node {
     char c = 0;
     while (::read(out[0], &c, 1) == 1 && c != '\n') line.push_back(c);
     ::close(out[0]);
+    if (args.size() > 2) {
+      REQUIRE(line == "asked");
+      return;
+    }
     REQUIRE(line.rfind("port ", 0) == 0);
     port = static_cast<std::uint16_t>(std::stoi(line.substr(5)));
   }
@@ -228,6 +239,60 @@ TEST_CASE("a node killed mid-request ends the request with node_lost at once", "
 
   // The next ask to the dead node fails too, at once, with the same type.
   CHECK(error_type_of(must_reply(caller.agent_at(peer.address(), "slow").ask("again"))) == error_type::node_lost);
+}
+
+TEST_CASE("a request goes on where it runs when its caller's node dies only if it outlives its caller", "[cluster]") {
+  // Both of the caller's asks reach the blocking tool; after the caller is
+  // killed the tied one is cancelled, and only then is the tool let go.
+  std::mutex m;
+  std::condition_variable changed;
+  int started = 0;
+  bool released = false;
+  auto model = std::make_shared<scripted_provider>([](const llm_stream& s) {
+    if (s.messages.back().role == "tool") return scripted_reply::text("finished");
+    return scripted_reply::tools({call("c1", "block")});
+  });
+  runtime far({.provider = model, .telemetry = std::make_shared<log_sink>(false)});
+  far.tools().add(make_tool("block", [&](const boost::json::object&, const tool_context& ctx) {
+    std::unique_lock lock(m);
+    ++started;
+    changed.notify_all();
+    // A cancel sets a flag and notifies nobody: looked at every few ms.
+    while (!released && !ctx.is_cancelled()) changed.wait_for(lock, std::chrono::milliseconds(5));
+    return boost::json::value("released");
+  }));
+  agent helper = far.spawn_agent({.id = "helper", .model = "m", .tools = {"block"}});
+  node server(far, listening());
+  child_node caller({"ask", std::to_string(server.address()->port)});
+  {
+    std::unique_lock lock(m);
+    REQUIRE(changed.wait_for(lock, std::chrono::seconds(30), [&] { return started == 2; }));
+  }
+  caller.kill();
+
+  // How the thread's request ended: its answer, or its error; empty while it runs.
+  auto end_of = [&](const std::string& thread) -> std::string {
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+         std::chrono::steady_clock::now() < until; std::this_thread::yield()) {
+      auto t = helper.snapshot(thread, std::chrono::seconds(5));
+      if (!t || t->entries().empty()) continue;
+      const entry& last = t->entries().back();
+      if (const auto* e = last.payload.get_if<error_payload>())
+        return "error " + std::string(e->type) + ": " + std::string(e->message);
+      if (const auto* msg = last.payload.get_if<message_payload>(); msg && msg->role == "assistant")
+        return "answer " + std::string(msg->content);
+    }
+    return {};
+  };
+  const std::string tied = end_of("tied");
+  CHECK(tied.rfind("error cancelled", 0) == 0);
+  CHECK(tied.find("the asking node is gone") != std::string::npos);
+  {
+    std::lock_guard lock(m);
+    released = true;
+    changed.notify_all();
+  }
+  CHECK(end_of("outliving") == "answer finished");
 }
 
 TEST_CASE("a node that stops answering ends the request with node_lost after its deadline and grace", "[cluster]") {
