@@ -6,12 +6,12 @@
 // s mod N to agent s (of W agents spread over the shards), the next started
 // from the reply's callback; an agent held elsewhere is asked over TCP. Each
 // slot's conversation moves to a new thread every 16 asks, so that contexts
-// stay short. The model is scripted (answers at once), or with --mock each
-// node's HTTP provider calls one local mock model server
-// (bench/mock_model_server.hpp) answering after --latency-us. Each
-// configuration runs in a child process of its own, the configurations take
-// turns, and the figures are medians over the repeats: asks/s over the
-// measured seconds (after a second of warm-up), the share of asks sent to
+// stay short. Two more configurations of 2 and 3 nodes have each slot enter
+// through the node that holds its agent: no ask crosses, which tells the
+// cost of the remote hop from that of running more nodes on the machine. The model is scripted (answers at once), or
+// with --mock each node's HTTP provider calls one local mock model server (bench/mock_model_server.hpp) answering after
+// --latency-us. Each configuration runs in a child process of its own, the configurations take turns, and the figures
+// are medians over the repeats: asks/s over the measured seconds (after a second of warm-up), the share of asks sent to
 // another node, the process's CPU per ask (the database server's not
 // counted), and the ratio to the plain runtime of the same repeat.
 //
@@ -155,7 +155,10 @@ std::vector<double> plain_run(const settings& s) {
   return out;
 }
 
-std::vector<double> cluster_run(const settings& s, std::size_t node_count) {
+// `at_holder`: each slot enters through the node that holds its agent (as a
+// load balancer that knows the shards would send it), else through node
+// slot mod N.
+std::vector<double> cluster_run(const settings& s, std::size_t node_count, bool at_holder) {
   std::unique_ptr<bench::mock_model_server> mock;
   if (s.mock_latency) mock = std::make_unique<bench::mock_model_server>(*s.mock_latency);
   const std::string run = run_prefix("n");
@@ -170,8 +173,15 @@ std::vector<double> cluster_run(const settings& s, std::size_t node_count) {
   }
   bench::wait_until_shared(all, s.timings.shards);
   for (cluster_node* n : all) n->membership().wait_rounds(1, std::chrono::seconds(5));
-  std::vector<cluster_agent> entries;  // slot s enters through node s mod N
-  for (std::size_t i = 0; i < s.in_flight; ++i) entries.push_back(all[i % node_count]->agent(bench::agent_name(i)));
+  std::vector<cluster_agent> entries;
+  for (std::size_t i = 0; i < s.in_flight; ++i) {
+    cluster_node* entry = all[i % node_count];
+    if (at_holder)
+      if (auto where = all.front()->membership().locate(bench::agent_name(i)))
+        for (cluster_node* n : all)
+          if (n->id() == where->node_id) entry = n;
+    entries.push_back(entry->agent(bench::agent_name(i)));
+  }
   ask_loop loop(s.in_flight, run, [&](std::size_t slot, const std::string&, ask_options o) {
     return entries[slot].ask("What now?", std::move(o));
   });
@@ -208,14 +218,24 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--mock") == 0)
       s.mock_latency = std::chrono::microseconds(bench::flag(argc, argv, "--latency-us", 5000));
 
-  const char* names[] = {"plain runtime", "1 node", "2 nodes", "3 nodes"};
-  std::vector<double> rate[4], failed[4], cpu[4], remote[4], ratio[4];
+  struct configuration {
+    const char* name;
+    std::size_t nodes;  // 0: the plain runtime
+    bool at_holder;
+  };
+  const configuration configurations[] = {{"plain runtime", 0, false}, {"1 node", 1, false},
+                                          {"2 nodes", 2, false},       {"3 nodes", 3, false},
+                                          {"2 at holder", 2, true},    {"3 at holder", 3, true}};
+  constexpr std::size_t count = std::size(configurations);
+  std::vector<double> rate[count], failed[count], cpu[count], remote[count], ratio[count];
   for (std::size_t r = 0; r < repeat; ++r) {
     double baseline = 0;
-    for (std::size_t c = 0; c < 4; ++c) {
-      const std::vector<double> f = bench::in_child([&] { return c == 0 ? plain_run(s) : cluster_run(s, c); });
+    for (std::size_t c = 0; c < count; ++c) {
+      const configuration& k = configurations[c];
+      const std::vector<double> f =
+          bench::in_child([&] { return k.nodes == 0 ? plain_run(s) : cluster_run(s, k.nodes, k.at_holder); });
       if (f.size() != 4) {
-        std::fprintf(stderr, "%s: the run did not finish\n", names[c]);
+        std::fprintf(stderr, "%s: the run did not finish\n", k.name);
         return 1;
       }
       if (c == 0) baseline = f[0];
@@ -224,8 +244,8 @@ int main(int argc, char** argv) {
       cpu[c].push_back(f[2]);
       remote[c].push_back(f[3]);
       ratio[c].push_back(baseline > 0 ? f[0] / baseline : 0);
-      std::printf("repeat %zu %-13s %8.0f asks/s  failed %.0f  CPU %6.1f µs an ask  remote %4.1f%%  x%.2f\n", r,
-                  names[c], f[0], f[1], f[2], 100 * f[3], ratio[c].back());
+      std::printf("repeat %zu %-13s %8.0f asks/s  failed %.0f  CPU %6.1f µs an ask  remote %4.1f%%  x%.2f\n", r, k.name,
+                  f[0], f[1], f[2], 100 * f[3], ratio[c].back());
       std::fflush(stdout);
     }
   }
@@ -235,9 +255,9 @@ int main(int argc, char** argv) {
     std::printf("model: scripted, answering at once\n");
   std::printf("%zu asks in flight over %zu agents, %u shards, heartbeat %zu ms; %.0f s measured; medians of %zu:\n",
               s.in_flight, s.in_flight, s.timings.shards, s.timings.heartbeat_ms, s.seconds, repeat);
-  for (std::size_t c = 0; c < 4; ++c)
+  for (std::size_t c = 0; c < count; ++c)
     std::printf("%-13s %8.0f asks/s  failed %.0f  CPU %6.1f µs an ask  remote %4.1f%%  x%.2f of the plain runtime\n",
-                names[c], bench::median(rate[c]), bench::median(failed[c]), bench::median(cpu[c]),
+                configurations[c].name, bench::median(rate[c]), bench::median(failed[c]), bench::median(cpu[c]),
                 100 * bench::median(remote[c]), bench::median(ratio[c]));
   return 0;
 }

@@ -8,7 +8,8 @@
 // is answered by another node than c (each node's scripted model names its
 // node in the answer). Meanwhile a watcher reads every millisecond which
 // shards each node holds, to time each of c's shards: leave → released by c
-// (drained and given up), released → acquired by a or b.
+// (drained and given up), released → acquired by a or b. The leave comes
+// at a seeded random point of the others' heartbeat intervals.
 //
 // Prints each round and the medians over the rounds, in milliseconds. The
 // figures follow whatever the drain does: they are those of the tree the
@@ -29,6 +30,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -144,6 +146,12 @@ round_figures one_round(const std::string& conninfo, const bench::cluster_timing
     std::exit(1);
   }
   const auto acquired_before = a.membership().counters().acquired + b.membership().counters().acquired;
+  // The wait for the shares ended just after a round of a: leaving then
+  // would always find the others' next round a whole interval away. A
+  // leave comes at any point of their intervals.
+  std::mt19937 random(static_cast<std::uint32_t>(round));
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(std::uniform_int_distribution<std::size_t>(0, t.heartbeat_ms - 1)(random)));
 
   round_figures f;
   const auto origin = clock_type::now();

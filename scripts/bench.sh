@@ -19,12 +19,16 @@
 #   simulation_bench    scenario runs (scripted, every agent every round) at 10k and 100k agents: activations/s,
 #                       CPU and RSS per activation; then 10k agents against a 5 ms mock model server next to a
 #                       plain load client (--million adds 1M agents: ~15 minutes, up to ~14 GB)
+#   cluster_handover_bench  a node of three cluster nodes leaves gracefully: the leave to the first ask answered
+#                       by the new holder, and each shard's release and acquisition (PostgreSQL as above)
+#   cluster_asks_bench  asks/s through 1, 2 and 3 cluster nodes next to a plain runtime on the same PostgreSQL,
+#                       scripted model, then a 5 ms mock model server
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh postgresql
 bash scripts/build.sh --target thread_bench --target runtime_bench --target agent_memory_bench --target stream_bench --target concurrent_streams \
   --target load_bench --target endpoint_pool_bench --target store_bench --target durable_bench --target serve_bench \
-  --target world_bench --target simulation_bench
+  --target world_bench --target simulation_bench --target cluster_handover_bench --target cluster_asks_bench
 build="${TROUPE_BUILD_DIR:-build}"
 gbench=(--benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
 "$build/bench/thread_bench" "${gbench[@]}"
@@ -39,4 +43,7 @@ gbench=(--benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
 "$build/bench/endpoint_pool_bench" --repeat 3
 bash scripts/with-postgres.sh "$build/bench/store_bench" --repeat 3
 bash scripts/with-postgres.sh "$build/bench/durable_bench" --repeat 3
+bash scripts/with-postgres.sh sh -c "$build"'/bench/cluster_handover_bench "$TROUPE_TEST_POSTGRES" --rounds 5'
+bash scripts/with-postgres.sh sh -c "$build"'/bench/cluster_asks_bench "$TROUPE_TEST_POSTGRES" --seconds 5 --repeat 3'
+bash scripts/with-postgres.sh sh -c "$build"'/bench/cluster_asks_bench "$TROUPE_TEST_POSTGRES" --seconds 5 --repeat 3 --mock'
 "$build/bench/serve_bench" --conversations 1000 --turns 10
