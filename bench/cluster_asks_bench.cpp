@@ -65,7 +65,7 @@ std::shared_ptr<llm_provider> model(const std::string& mock_url) {
 // Keeps `slots` asks going through `ask` until stopped; counts the replies.
 class ask_loop {
  public:
-  using ask_function = std::function<request(std::size_t slot, const std::string& thread, ask_options)>;
+  using ask_function = std::function<request(std::size_t slot, ask_options)>;
   ask_loop(std::size_t slots, std::string prefix, ask_function ask)
       : slots_(slots), prefix_(std::move(prefix)), ask_(std::move(ask)), sent_(slots, 0) {}
 
@@ -100,7 +100,7 @@ class ask_loop {
       --running_;
       idle_.notify_all();
     };
-    ask_(slot, thread, std::move(o));
+    ask_(slot, std::move(o));
   }
 
   std::size_t slots_;
@@ -147,9 +147,8 @@ std::vector<double> plain_run(const settings& s) {
   std::vector<agent> agents;
   for (std::size_t i = 0; i < s.in_flight; ++i)
     agents.push_back(rt.spawn_agent({.id = bench::agent_name(i), .model = "m"}));
-  ask_loop loop(s.in_flight, run_prefix("plain"), [&](std::size_t slot, const std::string&, ask_options o) {
-    return agents[slot].ask("What now?", std::move(o));
-  });
+  ask_loop loop(s.in_flight, run_prefix("plain"),
+                [&](std::size_t slot, ask_options o) { return agents[slot].ask("What now?", std::move(o)); });
   std::vector<double> out = measure(loop, s.seconds);
   out.push_back(0);  // no remote asks
   return out;
@@ -182,9 +181,8 @@ std::vector<double> cluster_run(const settings& s, std::size_t node_count, bool 
           if (n->id() == where->node_id) entry = n;
     entries.push_back(entry->agent(bench::agent_name(i)));
   }
-  ask_loop loop(s.in_flight, run, [&](std::size_t slot, const std::string&, ask_options o) {
-    return entries[slot].ask("What now?", std::move(o));
-  });
+  ask_loop loop(s.in_flight, run,
+                [&](std::size_t slot, ask_options o) { return entries[slot].ask("What now?", std::move(o)); });
   std::vector<double> out = measure(loop, s.seconds);
   std::uint64_t local = 0, remote = 0;
   for (cluster_node* n : all) {
