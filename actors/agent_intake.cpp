@@ -294,18 +294,8 @@ void agent_logic::run_again(thread_slot& slot, const std::string& request_id, as
 reply agent_logic::reply_of_ended(const thread_view& t, const std::string& request_id) {
   if (auto pending = pending_approvals(t, request_id); !pending.empty())
     return paused_reply(request_id, {}, 0, std::move(pending));
-  const auto entries = t.with_ref("request_id", boost::json::value(request_id));
-  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
-    const entry& e = **it;
-    if (e.kind == entry_kind::error)
-      return reply{request_id,
-                   error_info::of(std::string(string_field(e.payload, "type").value_or(error_type::agent_failed)),
-                                  std::string(string_field(e.payload, "message").value_or(""))),
-                   {},
-                   0};
-    if (e.kind == entry_kind::message && string_field(e.payload, "role") == "assistant")
-      return reply{request_id, std::string(string_field(e.payload, "content").value_or("")), {}, 0};
-  }
+  if (const entry* newest = newest_entry_of_request(t, request_id))
+    if (auto end = recorded_end(*newest, request_id)) return std::move(*end);
   return refused(request_id, error_type::already_decided,
                  "the request of this decision went on, and its thread does not show how it ended");
 }

@@ -236,6 +236,8 @@ request runtime::impl::ask(const std::string& agent_id, std::string question, as
   // One id source per calling thread: no shared counter on every ask.
   thread_local random_ids request_ids;
   auto s = std::make_shared<request::state>();
+  // A made-up id is new: there is nothing of it to look for.
+  const bool retry = options.retry && !options.request_id.empty();
   s->id = options.request_id.empty() ? request_ids.next("req") : std::move(options.request_id);
   s->on_event = std::move(options.on_event);
   s->on_reply = std::move(options.on_reply);
@@ -245,7 +247,8 @@ request runtime::impl::ask(const std::string& agent_id, std::string question, as
           std::move(question),
           std::move(options.overrides),
           std::move(options.traceparent),
-          std::move(options.observation)};
+          std::move(options.observation),
+          retry};
   return to_broker(*this, agent_id, std::move(s), options.deadline,
                    [&](const broker_actor& broker, const agent_actor& agent, std::shared_ptr<request::state> st) {
                      caf::anon_send(broker, ask_atom::value, std::move(q), agent, std::move(st));

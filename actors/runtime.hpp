@@ -109,6 +109,15 @@ struct ask_options {
   // conversation turn). By default it is cancelled there, as nobody is left
   // to hear its reply. Asks within one runtime ignore it.
   bool outlives_caller = false;
+  // The ask repeats one whose answer was lost (its process died, its
+  // connection broke), under the same request_id. If the thread holds that
+  // request already, its question is not committed again: a request that
+  // ended is answered as it ended (without its token usage, which the
+  // thread does not record), a paused one as paused, and one cut off before
+  // its end (or ended `shutdown`: its agent stopped under it) goes on from
+  // where its thread stands (docs/runtime.md). Without a request_id it
+  // changes nothing: a made-up id is new.
+  bool retry = false;
 };
 
 class runtime;

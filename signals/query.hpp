@@ -69,6 +69,10 @@ struct query {
   std::string traceparent{};
   // Set: the text is an observation, not a user's question.
   std::optional<observation_origin> observation{};
+  // The ask repeats one whose answer was lost, under the same request id
+  // (ask_options::retry): the thread may hold the request already. Only
+  // then does the machine look for it there (a walk of the thread's refs).
+  bool retry = false;
 
   friend bool operator==(const query&, const query&) = default;
 };

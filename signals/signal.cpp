@@ -25,6 +25,7 @@ json::value data_of(const query& q) {
   if (auto ov = to_json(q.overrides); !ov.as_object().empty()) o["overrides"] = std::move(ov);
   if (!q.traceparent.empty()) o["traceparent"] = q.traceparent;
   if (q.observation) o["observation"] = to_json(*q.observation);
+  if (q.retry) o["retry"] = true;
   return o;
 }
 
@@ -106,6 +107,7 @@ decoded<signal> decode_query(json_reader& r) {
     else
       r.fail(origin.error());
   }
+  q.retry = r.optional_boolean("retry").value_or(false);
   if (!r.ok()) return r.error();
   return signal{std::move(q)};
 }

@@ -3,6 +3,7 @@
 #include "signals/error_info.hpp"
 #include "signals/tool_result.hpp"
 #include "strategy/inner_pause.hpp"
+#include "strategy/recorded_request.hpp"
 
 #include <algorithm>
 #include <map>
@@ -65,16 +66,8 @@ std::optional<reply> end_after_expiry(const thread_view& t, std::string_view req
                                       std::string_view tool_call_id) {
   const entry* decided = find_decision(t, request_id, tool_call_id);
   if (!decided || !flag(*decided, "expired")) return std::nullopt;
-  const entry* last = nullptr;
-  for (const entry& e : t.entries())
-    if (e.refs.request_id() == request_id) last = &e;
-  if (last->kind == entry_kind::error) {
-    auto e = decode_error_info(last->payload.to_json(), "payload");
-    if (e) return reply{std::string(request_id), std::move(*e), {}, 0};
-  } else if (last->kind == entry_kind::message && last->payload.string("role") == "assistant") {
-    return reply{std::string(request_id), std::string(last->payload.string("content").value_or("")), {}, 0};
-  }
-  return std::nullopt;
+  const entry* last = newest_entry_of_request(t, request_id);
+  return last ? recorded_end(*last, request_id) : std::nullopt;
 }
 
 std::vector<const entry*> open_approval_requests(const thread_view& t) {

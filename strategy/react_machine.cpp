@@ -5,6 +5,8 @@
 #include "json/json_text.hpp"
 #include "strategy/approvals.hpp"
 #include "strategy/inner_pause.hpp"
+#include "strategy/recorded_request.hpp"
+#include "strategy/recovery.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -57,6 +59,9 @@ class stepper {
 
  private:
   void on(const query& q) {
+    if (q.retry && !q.request_id.empty())
+      if (const entry* newest = newest_entry_of_request(thread_, q.request_id))
+        if (asked_again(q, *newest)) return;
     if (state_.busy()) {
       directives_.push_back(request_error{q.request_id, error_type::busy,
                                           "the thread is busy with request " + state_.request_id.str() + " (" +
@@ -83,6 +88,72 @@ class stepper {
     if (q.observation) origin = origin_extras(*q.observation);
     commit(message_payload{"user", q.text, {}, {}, std::move(origin)}, refs());
     start_llm_call();
+  }
+
+  // The thread holds the request already (its ask is a retry: the answer
+  // was lost with the process that ran it). Its question is not committed
+  // again: an ended request is answered as it ended, a paused one as
+  // paused, and one cut off before its end goes on from where the thread
+  // stands. A request that ended with `shutdown` was cut off too: its
+  // agent stopped under it (a node draining a shard stops its agents), and
+  // the retry is the caller asking for the answer it never got. False when
+  // the thread is busy with another request (refused as any ask then).
+  bool asked_again(const query& q, const entry& newest) {
+    if (auto end = recorded_end(newest, q.request_id); end && !stopped_under_it(*end)) {
+      directives_.push_back(std::move(*end));
+      return true;
+    }
+    if (state_.busy() && state_.request_id == q.request_id && state_.status == react_status::awaiting_input) {
+      directives_.push_back(still_paused());
+      return true;
+    }
+    if (state_.busy()) return false;
+    go_on_with(q, newest);
+    return true;
+  }
+
+  // A request cut off before its end (its process died) goes on under this
+  // ask. A tool call of it without a result gets an `interrupted` one, as a
+  // load after a crash gives it (recovery.hpp): whether the tool ran, and
+  // what it did, is unknown, and running it again could do it twice; the
+  // model reads that the call was interrupted and decides what next. The
+  // model is asked again from where the thread stands, within what is left
+  // of the request's iterations. Other requests that went on in the thread
+  // since would put their turns between its question and its answer: the
+  // request ends `interrupted` instead.
+  void go_on_with(const query& q, const entry& newest) {
+    // Where the request stood: before the stop's error, if it was stopped.
+    const entry* stood = &newest;
+    if (newest.kind == entry_kind::error)
+      for (std::uint64_t seq = newest.seq; seq-- > 0;)
+        if (const entry* e = thread_.at_seq(seq); e && e->refs.request_id() == q.request_id) {
+          stood = e;
+          break;
+        }
+    state_.request_id = q.request_id;
+    state_.overrides = q.overrides;
+    state_.request_started_at = now_ms_;
+    state_.iteration = static_cast<int>(std::max<std::int64_t>(1, stood->refs.iteration().value_or(1)));
+    state_.request_usage = {};
+    state_.error.reset();
+    state_.tool_calls.clear();
+    state_.call_id = stood->refs.call_id();
+    for (entry_draft& result : interrupted_tool_results(thread_)) commit(std::move(result));
+    for (const entry& e : thread_.slice(newest.seq + 1, thread_.size()))
+      if (!e.refs.request_id().empty())
+        return end_with_error(error_info::of(
+            error_type::interrupted,
+            "request " + q.request_id + " was cut off before its end, and other requests went on in its thread since"));
+    const bool question_only = stood->kind == entry_kind::message && stood->payload.string("role") == "user";
+    if (question_only)
+      start_llm_call();
+    else
+      next_iteration();  // its last model turn's tools have their results
+  }
+
+  static bool stopped_under_it(const reply& end) {
+    const auto* e = std::get_if<error_info>(&end.outcome);
+    return e && e->type == error_type::shutdown;
   }
 
   void on(const llm_delta& d) { absorb_delta(state_, d); }
@@ -565,6 +636,12 @@ class stepper {
       return;
     }
     commit_tool_results();
+    next_iteration();
+  }
+
+  // The turn's tools have their results: the model is asked again, unless
+  // the request used its iterations.
+  void next_iteration() {
     if (state_.iteration >= max_iterations()) {
       end_with_error(error_info::of(error_type::max_iterations, "stopped after " + std::to_string(state_.iteration) +
                                                                     " iterations without a final answer"));

@@ -305,7 +305,11 @@ struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
   }
 
   // After `last`, asks again once the holder may have changed, unless the
-  // route's time is up or the thread already holds some of the request.
+  // route's time is up: under the same id, as a retry (ask_options::retry),
+  // even when the thread holds some of the request. The agent commits none
+  // of it twice (it answers an ended request as it ended, and goes on with
+  // one cut off), and the dead holder commits nothing more: the new
+  // holder's grant revoked its thread leases.
   void again(const std::shared_ptr<routed_ask>& r, const std::string& agent_id, reply last) {
     if (steady::now() >= r->give_up) {
       r->finish(std::move(last));
@@ -318,15 +322,8 @@ struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
         r->finish(std::move(last));
         return;
       }
-      auto entries = self->store->request_entries(r->thread_id, r->s->id);
-      if (entries && !entries->empty()) {
-        if (auto* error = std::get_if<error_info>(&last.outcome))
-          error->message += " (the thread holds " + std::to_string(entries->size()) +
-                            " entries of this request, so it is not asked again)";
-        r->finish(std::move(last));
-        return;
-      }
       ++self->retries;
+      r->options.retry = true;
       self->attempt(r, agent_id);
     });
   }

@@ -173,6 +173,7 @@ ask_envelope envelope_of(const std::string& agent_id, const std::string& request
   if (options.deadline) e.deadline_ms = std::max<std::int64_t>(1, options.deadline->count());
   e.stream = stream;
   e.outlives_caller = options.outlives_caller;
+  e.retry = options.retry;
   return e;
 }
 

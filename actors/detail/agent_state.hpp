@@ -24,6 +24,7 @@
 #include "runtime/clock.hpp"
 #include "runtime/random_ids.hpp"
 #include "runtime/store/detail/store_executor.hpp"
+#include "strategy/recorded_request.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -45,9 +46,8 @@ inline reply refused(const std::string& request_id, const char* type, std::strin
 // running request's entries end the thread, but for a summary or two, so
 // the walk back is short.
 inline std::uint64_t newest_entry_of(const thread_view& t, std::string_view request_id) {
-  for (std::uint64_t seq = t.size(); seq-- > 0;)
-    if (const entry* e = t.at_seq(seq); e && e->refs.request_id() == request_id) return seq;
-  return 0;
+  const entry* e = newest_entry_of_request(t, request_id);
+  return e ? e->seq : 0;
 }
 
 // What an ask is answered with when the agent dies before its end.

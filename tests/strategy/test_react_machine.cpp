@@ -548,3 +548,32 @@ TEST_CASE("the machine is deterministic") {
   CHECK(first == run());
   CHECK_THAT(first, Catch::Contains("\"type\":\"reply\""));
 }
+
+TEST_CASE("a retried query of a request cut off with a tool call running answers the call interrupted and goes on") {
+  harness h;
+  const llm_stream first = h.ask("r1", "look it up");
+  h.feed(wants_tools(first.call_id, {call("t1", "search")}));
+  // What a process that died here left: the thread, and a machine that knows nothing of it.
+  harness later;
+  later.rt = react_thread(h.history());
+  later.ids = h.ids;
+  query retry{"r1", "t", "look it up", {}};
+  retry.retry = true;
+  const auto out = later.feed(retry);
+
+  const llm_stream next = only<llm_stream>(out);
+  CHECK(next.request_id == "r1");
+  CHECK(next.iteration == 2);
+  REQUIRE(!next.messages.empty());
+  CHECK(next.messages.back().role == "tool");
+  CHECK_THAT(next.messages.back().content, Catch::Contains("interrupted"));
+  CHECK(all_of_type<tool_exec>(out).empty());  // not run again
+  const entry& result = *later.history().last();
+  CHECK(result.kind == "tool_result");
+  CHECK(result.refs.tool_call_id() == "t1");
+  std::size_t questions = 0;
+  for (const entry* e : later.history().of_kind("message")) questions += role_of(*e) == "user";
+  CHECK(questions == 1);
+  CHECK(later.state().status == react_status::awaiting_llm);
+  CHECK(later.state().request_id == "r1");
+}

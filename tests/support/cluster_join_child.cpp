@@ -1,7 +1,9 @@
 // A node of the clustered-runtime tests: a cluster_node on loopback with
 // the test timings (support/cluster_nodes.hpp), the agents agent-0 …
-// agent-11 and a model that answers "answer to: QUESTION". Prints "ready
-// NODE_ID" once it joined, then takes commands on stdin, one a line:
+// agent-11 and a model that answers "answer to: QUESTION" (on the node
+// NODE_ID, a question that begins "stall on NODE_ID" gets no answer: its
+// model call runs until the node dies). Prints "ready NODE_ID" once it
+// joined, then takes commands on stdin, one a line:
 //
 //   ask AGENT THREAD REQUEST_ID QUESTION   → later "reply REQUEST_ID ok ANSWER"
 //                                             or "reply REQUEST_ID error TYPE MESSAGE"
@@ -12,6 +14,7 @@
 #include "runtime/llm/scripted_provider.hpp"
 #include "support/cluster_nodes.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <mutex>
@@ -22,8 +25,13 @@ using namespace troupe;
 
 int main(int argc, char** argv) {
   if (argc != 4) return 2;
-  auto model = std::make_shared<scripted_provider>(
-      [](const llm_stream& s) { return scripted_reply::text("answer to: " + std::string(s.messages.back().content)); });
+  const std::string stall = std::string("stall on ") + argv[2];
+  auto model = std::make_shared<scripted_provider>([stall](const llm_stream& s) {
+    const std::string question(s.messages.back().content);
+    scripted_reply r = scripted_reply::text("answer to: " + question);
+    if (question.starts_with(stall)) r.delay = std::chrono::hours(1);
+    return r;
+  });
   cluster_node_options o;
   o.cluster = testing::test_node(argv[1], argv[2]);
   o.transport.secret = argv[3];

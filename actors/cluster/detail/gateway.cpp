@@ -44,6 +44,7 @@ ask_options options_of(ask_envelope& env) {
   o.thread_id = std::move(env.thread_id);
   o.traceparent = std::move(env.traceparent);
   o.observation = std::move(env.observation);
+  o.retry = env.retry;
   if (env.deadline_ms > 0) o.deadline = std::chrono::milliseconds(env.deadline_ms);
   return o;
 }

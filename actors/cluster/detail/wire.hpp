@@ -242,7 +242,8 @@ struct ask_envelope {
   std::string traceparent;
   std::int64_t deadline_ms = 0;  // 0: the agent spec's
   bool stream = true;            // false: only the request_finished_event
-  bool outlives_caller = false;  // ask_options::outlives_caller
+  bool outlives_caller = false;  // ask: ask_options::outlives_caller
+  bool retry = false;            // ask: ask_options::retry
 };
 
 template <class Inspector>
@@ -251,7 +252,7 @@ typename Inspector::result_type inspect(Inspector& f, ask_envelope& x) {
   optional_ref<observation_origin> observation{x.observation};
   decision_fields decided{x.decided};
   return f(caf::meta::type_name("troupe_ask"), x.key, x.kind, x.agent_id, x.request_id, x.thread_id, x.question,
-           overrides, observation, decided, x.traceparent, x.deadline_ms, x.stream, x.outlives_caller);
+           overrides, observation, decided, x.traceparent, x.deadline_ms, x.stream, x.outlives_caller, x.retry);
 }
 
 // One stream event of the request `key`, from the node that runs it.
