@@ -197,7 +197,8 @@ void BM_vector_copy_baseline(benchmark::State& state) {
 // thread).
 // The step projects the thread through the default context policy (8,000
 // tokens, the last 3 turns): its cost should follow the window.
-void BM_react_step_query(benchmark::State& state) {
+template <bool retry>
+void react_step_query(benchmark::State& state) {
   const thread t = conversation(static_cast<std::size_t>(state.range(0)));
   react_config config;
   config.system_prompt = "You are a weather assistant.";
@@ -205,7 +206,9 @@ void BM_react_step_query(benchmark::State& state) {
   config.tools = make_tool_set({tool_spec{"weather", "Weather by city", {{"type", "object"}}}});
   react_state idle;
   idle.status = react_status::completed;
-  const signal q = query{"r-next", "bench", "and tomorrow?", {}};
+  query asked{"r-next", "bench", "and tomorrow?", {}};
+  asked.retry = retry;
+  const signal q = asked;
   cheap_ids ids;
   for (auto _ : state) {
     step_result r = step(config, idle, t, q, 1, ids);
@@ -213,6 +216,13 @@ void BM_react_step_query(benchmark::State& state) {
   }
   state.counters["entries"] = static_cast<double>(t.size());
 }
+
+void BM_react_step_query(benchmark::State& state) { react_step_query<false>(state); }
+
+// The same query marked as a retry (ask_options::retry) of a request the
+// thread does not hold: the walk over the thread's entries looking for it,
+// which an ask that is not a retry never takes.
+void BM_react_step_query_retry(benchmark::State& state) { react_step_query<true>(state); }
 
 // A budgeted projection (8k tokens, the default policy but without a turn
 // limit) reads only the window: its cost should not grow with the thread.
@@ -407,6 +417,7 @@ BENCHMARK(BM_thread_append<true>)->Name("BM_thread_append_with_live_snapshot")->
 BENCHMARK(BM_thread_snapshot)->Arg(10)->Arg(1'000)->Arg(100'000);
 BENCHMARK(BM_vector_copy_baseline)->Arg(10)->Arg(1'000)->Arg(100'000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_react_step_query)->Arg(10)->Arg(1'000)->Arg(100'000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_react_step_query_retry)->Arg(10)->Arg(1'000)->Arg(100'000)->Unit(benchmark::kMicrosecond);
 
 int main(int argc, char** argv) {
   // glibc serves large blocks with mmap and raises that threshold only after
