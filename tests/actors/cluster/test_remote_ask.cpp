@@ -119,6 +119,20 @@ TEST_CASE("a remote ask without on_event gets the reply and on_reply", "[cluster
   CHECK(replied.wait());
 }
 
+TEST_CASE("a remote ask marked as a retry is a retry on the node that runs it", "[cluster]") {
+  std::atomic<int> calls{0};
+  peer_runtime far(scripted(&calls));
+  node server(far.rt, listening());
+  REQUIRE(answer_of(must_reply(far.rt.find_agent("helper")->ask("2 + 3?", {.request_id = "r1"}))) == "The sum is 5.");
+  REQUIRE(calls == 2);
+  runtime caller_rt({.provider = scripted()});
+  node caller(caller_rt, caller_options());
+  const reply again =
+      must_reply(caller.agent_at(*server.address(), "helper").ask("2 + 3?", {.request_id = "r1", .retry = true}));
+  CHECK(answer_of(again) == "The sum is 5.");
+  CHECK(calls == 2);  // answered from the thread, not asked again
+}
+
 TEST_CASE("a remote ask for an agent the node does not hold fails as a local one does", "[cluster]") {
   peer_runtime far(scripted());
   node server(far.rt, listening());

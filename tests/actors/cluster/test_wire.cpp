@@ -108,7 +108,7 @@ TEST_CASE("the event alternatives cover the whole variant", "[cluster]") {
   CHECK(kinds.size() == std::variant_size_v<stream_event>);
 }
 
-TEST_CASE("an ask envelope reads back with its overrides, observation and trace context", "[cluster]") {
+TEST_CASE("an ask envelope reads back with its overrides, observation, trace context and retry mark", "[cluster]") {
   query_overrides overrides;
   overrides.model = "m2";
   overrides.max_iterations = 4;
@@ -125,6 +125,7 @@ TEST_CASE("an ask envelope reads back with its overrides, observation and trace 
   in.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
   in.deadline_ms = 1500;
   in.stream = false;
+  in.retry = true;
   auto out = read_back(in);
   CHECK(out.key == 7);
   CHECK(out.kind == ask_envelope::ask);
@@ -139,6 +140,7 @@ TEST_CASE("an ask envelope reads back with its overrides, observation and trace 
   CHECK(out.traceparent == in.traceparent);
   CHECK(out.deadline_ms == 1500);
   CHECK_FALSE(out.stream);
+  CHECK(out.retry);
 }
 
 TEST_CASE("a decide envelope reads back with every field of its decision", "[cluster]") {
