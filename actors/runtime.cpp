@@ -1,7 +1,7 @@
 #include "actors/runtime.hpp"
 
 #include "actors/detail/agent_actor.hpp"
-#include "actors/detail/agent_answer.hpp"
+#include "actors/detail/agent_tool.hpp"
 #include "actors/detail/broker.hpp"
 #include "actors/detail/executors.hpp"
 #include "actors/detail/request_state.hpp"
@@ -352,33 +352,13 @@ void runtime::shutdown() { impl_->shutdown(); }
 void runtime::add_agent_tool(std::string tool_name, std::string agent_id, std::string description,
                              std::chrono::milliseconds timeout) {
   std::weak_ptr<agent::impl_ref> weak = impl_ref_;
-  tool t;
-  t.spec = tool_spec{
-      std::move(tool_name), std::move(description),
-      boost::json::object{{"type", "object"},
-                          {"properties", {{"question", {{"type", "string"}, {"description", "What to ask."}}}}},
-                          {"required", boost::json::array{"question"}}}};
-  t.spec.relays_approvals = true;
-  t.timeout = timeout;
-  t.retry.max_attempts = 1;
-  t.start = [weak, agent_id](const boost::json::object& args, const tool_context& ctx,
-                             tool_finish finish) -> std::function<void()> {
-    auto rt = weak.lock();
-    auto impl = rt ? rt->impl.load() : nullptr;
-    if (!impl) throw tool_failure(error_type::shutdown, "the runtime is shutting down");
-    ask_options o;
-    o.thread_id = ctx.agent_id + "->" + agent_id;  // one conversation per calling agent
-    o.traceparent = ctx.traceparent;               // the other agent's request is a child of this tool call
-    // A paused request's handle hears again if it is cancelled through it;
-    // the call has its result by then.
-    o.on_reply = [agent_id, thread_id = o.thread_id, finish,
-                  once = std::make_shared<std::atomic<bool>>(false)](const reply& answer) {
-      if (!once->exchange(true)) finish(detail::agent_answer_outcome(agent_id, thread_id, answer));
-    };
-    request r = impl->ask(agent_id, std::string(args.at("question").as_string()), std::move(o));
-    return [r] { r.cancel("the calling tool call ended"); };
-  };
-  tools().add(std::move(t));
+  tools().add(detail::agent_tool(std::move(tool_name), agent_id, std::move(description), timeout,
+                                 [weak, agent_id](std::string question, ask_options o) {
+                                   auto rt = weak.lock();
+                                   auto impl = rt ? rt->impl.load() : nullptr;
+                                   if (!impl) throw tool_failure(error_type::shutdown, "the runtime is shutting down");
+                                   return impl->ask(agent_id, std::move(question), std::move(o));
+                                 }));
 }
 
 mcp_server_status runtime::add_mcp_server(mcp_server_config config) {

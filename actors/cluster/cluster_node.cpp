@@ -1,18 +1,23 @@
 #include "actors/cluster/cluster_node.hpp"
 
+#include "actors/detail/agent_tool.hpp"
 #include "actors/detail/request_state.hpp"
+#include "runtime/clock.hpp"
 #include "runtime/cluster/cluster_membership.hpp"
 #include "runtime/cluster/shard_of.hpp"
 #include "runtime/random_ids.hpp"
+#include "runtime/store/detail/store_executor.hpp"
 #include "runtime/store/postgres/postgres_store.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <variant>
 
 namespace troupe {
 
@@ -36,18 +41,21 @@ node_address parse_address(const std::string& text) {
   return {text.substr(0, colon), static_cast<std::uint16_t>(std::stoul(text.substr(colon + 1)))};
 }
 
+// As the agent names its default thread.
+std::string default_thread_of(const std::string& agent_id) { return agent_id + ":default"; }
+
 reply failed(const std::string& request_id, const char* type, std::string message) {
   return reply{request_id, error_info::of(type, std::move(message)), {}, 0};
 }
 
 }  // namespace
 
-// One ask through the cluster, over its attempts.
+// One ask or decision through the cluster, over its attempts.
 struct routed_ask {
   std::shared_ptr<request::state> s;
-  std::string question;
-  ask_options options;    // without the callbacks, which `s` holds
-  std::string thread_id;  // as the agent names it
+  std::variant<std::string, decision> what;  // the question, or the decision
+  ask_options options;                       // without the callbacks, which `s` holds
+  std::string thread_id;                     // as the agent names it
   steady::time_point give_up;
 
   std::mutex m;
@@ -59,12 +67,23 @@ struct routed_ask {
     if (s->on_event) s->notify(request_finished_event{end});
     s->settle(std::move(end));
   }
+
+  bool decides() const { return std::holds_alternative<decision>(what); }
+
+  // Asks (or decides at) `target`, an agent here or a remote_agent.
+  template <class Target>
+  request send_to(const Target& target, ask_options o) const {
+    if (const auto* d = std::get_if<decision>(&what)) return target.decide(*d, std::move(o));
+    return target.ask(std::get<std::string>(what), std::move(o));
+  }
 };
 
 struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
   cluster_node_options options;
   std::string node_id;
   std::shared_ptr<postgres_store> store;
+  // Snapshots' reads of the store, bounded by their timeout.
+  std::unique_ptr<store_executor> reads;
   std::unordered_map<std::uint32_t, std::vector<agent_spec>> specs_by_shard;
 
   // The grants this node holds and may take thread leases under: a drained
@@ -89,14 +108,15 @@ struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
 
   explicit impl(cluster_node_options o) : options(std::move(o)) {}
 
-  void start() {
+  void start(cluster_node& outer) {
     node_id = options.cluster.node_id.empty() ? made_up_node_id() : options.cluster.node_id;
     options.cluster.node_id = node_id;
     for (const agent_spec& spec : options.agents)
       specs_by_shard[shard_of(spec.id, options.cluster.shards)].push_back(spec);
     store = std::make_shared<postgres_store>(options.cluster.conninfo);
+    reads = std::make_unique<store_executor>(store, store_executor_options{.threads = 2});
     runtime_options ro = options.runtime;
-    ro.store = store;
+    ro.store = options.wrap_threads ? options.wrap_threads(store) : store;
     ro.owner_id = node_id;
     ro.take_lease = [weak = weak_from_this()](const std::string& agent_id, const std::string& thread_id,
                                               const std::string& owner, std::int64_t now_ms,
@@ -121,6 +141,7 @@ struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
     options.cluster.address = transport->address()->to_string();
     options.cluster.build_id = cluster_build_id();
     worker = std::thread([this] { work_loop(); });
+    if (options.prepare) options.prepare(outer);
     cluster_hooks hooks;
     hooks.acquired = [this](const shard_lease& l) {
       {
@@ -271,7 +292,7 @@ struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
         if (!std::holds_alternative<request_finished_event>(e)) r->s->notify(e);
       };
     const bool remote = where->node_id != node_id;
-    o.on_reply = [weak = weak_from_this(), r, agent_id, shard, remote](const reply& end) {
+    o.on_reply = [weak = weak_from_this(), r, agent_id, shard, remote, holder = *where](const reply& end) {
       auto self = weak.lock();
       const auto* error = std::get_if<error_info>(&end.outcome);
       if (!self || !error || !holder_may_have_moved(error->type) || self->closing) {
@@ -280,6 +301,10 @@ struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
       }
       if (remote && (error->type == error_type::node_lost || error->type == error_type::not_found))
         self->members->forget(shard);
+      if (r->decides() && error->type == error_type::not_found) {
+        self->refused_or_again(r, agent_id, holder, end);
+        return;
+      }
       self->again(r, agent_id, end);
     };
     std::optional<request> sent;
@@ -291,10 +316,10 @@ struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
         return;
       }
       ++local_asks;
-      sent = a->ask(r->question, std::move(o));
+      sent = r->send_to(*a, std::move(o));
     } else {
       ++remote_asks;
-      sent = transport->agent_at(parse_address(where->address), agent_id).ask(r->question, std::move(o));
+      sent = r->send_to(transport->agent_at(parse_address(where->address), agent_id), std::move(o));
     }
     {
       std::lock_guard lock(r->m);
@@ -322,17 +347,75 @@ struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
         r->finish(std::move(last));
         return;
       }
-      ++self->retries;
-      r->options.retry = true;
-      self->attempt(r, agent_id);
+      // A decision sent again is answered as the first; an ask sent again is
+      // marked as a retry, so that the agent commits none of it twice.
+      if (!r->decides()) r->options.retry = true;
+      self->retry(r, agent_id);
     });
+  }
+
+  void retry(const std::shared_ptr<routed_ask>& r, const std::string& agent_id) {
+    ++retries;
+    attempt(r, agent_id);
+  }
+
+  // A decision's not_found is the agent's answer (no call of that request
+  // waits) when the agent was where it went: the holder that answered
+  // holds the shard still, under the same grant, or the agent runs here
+  // still. Otherwise the node no longer ran the agent, and it is located
+  // again. Off the runtime's threads: locating may read the database.
+  void refused_or_again(const std::shared_ptr<routed_ask>& r, const std::string& agent_id, const shard_location& holder,
+                        reply end) {
+    post({}, [weak = weak_from_this(), r, agent_id, holder, end = std::move(end)](bool run) mutable {
+      auto self = weak.lock();
+      if (!run || !self) {
+        r->finish(std::move(end));
+        return;
+      }
+      bool there = false;
+      if (holder.node_id == self->node_id) {
+        there = self->rt->find_agent(agent_id).has_value();
+      } else {
+        try {
+          const auto now = self->members->locate(agent_id);
+          there = now && now->node_id == holder.node_id && now->epoch == holder.epoch;
+        } catch (const std::exception&) {
+        }
+      }
+      if (there)
+        r->finish(std::move(end));
+      else
+        self->again(r, agent_id, std::move(end));
+    });
+  }
+
+  // Reads thread_id from the cluster's store on a store thread; gives up
+  // waiting after `timeout` (the read then ends unheard).
+  std::optional<thread_view> read_thread(const std::string& thread_id, std::chrono::milliseconds timeout) {
+    auto answer = std::make_shared<std::promise<std::optional<thread_view>>>();
+    auto ready = answer->get_future();
+    reads->submit([answer, store = store, thread_id](store_job_status why) {
+      std::optional<thread_view> out;
+      if (why == store_job_status::run) {
+        try {
+          if (auto held = store->load(thread_id))
+            out = thread_view(*held);
+          else if (held.error().type == "not_found")
+            out = thread_view(thread(thread_id, wall_clock_ms()));
+        } catch (const std::exception&) {
+        }
+      }
+      answer->set_value(std::move(out));
+    });
+    if (ready.wait_for(timeout) != std::future_status::ready) return std::nullopt;
+    return ready.get();
   }
 };
 
 cluster_node::cluster_node(cluster_node_options options)
     : impl_(std::make_shared<cluster_agent::impl>(std::move(options))) {
   try {
-    impl_->start();
+    impl_->start(*this);
   } catch (...) {
     impl_->close();
     throw;
@@ -352,19 +435,22 @@ cluster_route_counters cluster_node::route_counters() const {
   return {impl_->local_asks.load(), impl_->remote_asks.load(), impl_->retries.load()};
 }
 
-request cluster_agent::ask(std::string question, ask_options options) const {
-  thread_local random_ids request_ids;
+namespace {
+
+// Routes `what` to agent_id's holder, over as many attempts as it takes.
+request route(const std::shared_ptr<cluster_agent::impl>& node, const std::string& agent_id,
+              std::variant<std::string, decision> what, std::string request_id, ask_options options) {
   auto r = std::make_shared<routed_ask>();
   r->s = std::make_shared<request::state>();
-  r->s->id = options.request_id.empty() ? request_ids.next("req") : options.request_id;
-  r->s->agent_id = id_;
+  r->s->id = std::move(request_id);
+  r->s->agent_id = agent_id;
   r->s->thread_id = options.thread_id;
   r->s->on_event = std::move(options.on_event);
   r->s->on_reply = std::move(options.on_reply);
-  r->thread_id = options.thread_id.empty() ? id_ + ":default" : options.thread_id;
-  r->question = std::move(question);
+  r->thread_id = options.thread_id.empty() ? default_thread_of(agent_id) : options.thread_id;
+  r->what = std::move(what);
   r->options = std::move(options);
-  r->give_up = steady::now() + node_->options.route_timeout;
+  r->give_up = steady::now() + node->options.route_timeout;
   r->s->cancel_elsewhere = [weak = std::weak_ptr<routed_ask>(r)](std::string reason) {
     auto r = weak.lock();
     if (!r) return;
@@ -377,16 +463,60 @@ request cluster_agent::ask(std::string question, ask_options options) const {
     if (now) now->cancel(std::move(reason));
   };
   request handle(r->s);
-  if (node_->closing) {
+  if (node->closing) {
     r->s->settle(failed(r->s->id, error_type::shutdown, "the node is closed"));
     return handle;
   }
-  if (!node_->knows(id_)) {
-    r->finish(failed(r->s->id, error_type::not_found, "no agent " + id_ + " in this cluster"));
+  if (!node->knows(agent_id)) {
+    r->finish(failed(r->s->id, error_type::not_found, "no agent " + agent_id + " in this cluster"));
     return handle;
   }
-  node_->attempt(r, id_);
+  node->attempt(r, agent_id);
   return handle;
+}
+
+}  // namespace
+
+request cluster_agent::ask(std::string question, ask_options options) const {
+  thread_local random_ids request_ids;
+  std::string id = options.request_id.empty() ? request_ids.next("req") : options.request_id;
+  return route(node_, id_, std::move(question), std::move(id), std::move(options));
+}
+
+request cluster_agent::decide(decision d, ask_options options) const {
+  thread_local random_ids keys;
+  if (d.idempotency_key.empty()) d.idempotency_key = keys.next("key");
+  std::string id = d.request_id;
+  return route(node_, id_, std::move(d), std::move(id), std::move(options));
+}
+
+std::optional<thread_view> cluster_agent::snapshot(const std::string& thread_id,
+                                                   std::chrono::milliseconds timeout) const {
+  if (node_->closing || !node_->knows(id_)) return std::nullopt;
+  return node_->read_thread(thread_id.empty() ? default_thread_of(id_) : thread_id, timeout);
+}
+
+bool cluster_agent::running() const {
+  if (node_->closing || !node_->knows(id_)) return false;
+  try {
+    return node_->members->locate(id_).has_value();
+  } catch (const std::exception&) {
+    return false;  // the database cannot tell: no holder known to be live
+  }
+}
+
+std::shared_ptr<postgres_store> cluster_node::store() const { return impl_->store; }
+
+void cluster_node::add_agent_tool(std::string tool_name, std::string agent_id, std::string description,
+                                  std::chrono::milliseconds timeout) {
+  std::weak_ptr<cluster_agent::impl> weak = impl_;  // the runtime, which holds the tool, is the node's
+  impl_->rt->tools().add(
+      detail::agent_tool(std::move(tool_name), agent_id, std::move(description), timeout,
+                         [weak, agent_id](std::string question, ask_options o) {
+                           auto node = weak.lock();
+                           if (!node || node->closing) throw tool_failure(error_type::shutdown, "the node is closed");
+                           return cluster_agent(node, agent_id).ask(std::move(question), std::move(o));
+                         }));
 }
 
 }  // namespace troupe

@@ -3,12 +3,19 @@
 // reach the node holding their agent; one node killed with SIGKILL mid-load
 // and every conversation goes on through the survivors, with nothing lost
 // or committed twice, the dead node fenced off its threads and its shards
-// shared between the survivors. Skipped, visibly, without a PostgreSQL server.
+// shared between the survivors. Then nodes in this process for the node's
+// API: decisions and snapshots through any node, running, prepare and
+// wrap_threads. Skipped, visibly, without a PostgreSQL server.
 
+#include "actors/cluster/cluster_node.hpp"
 #include "runtime/clock.hpp"
+#include "runtime/cluster/cluster_membership.hpp"
 #include "runtime/cluster/cluster_status.hpp"
 #include "runtime/cluster/shard_of.hpp"
+#include "runtime/store/postgres/postgres_store.hpp"
 #include "support/cluster_nodes.hpp"
+#include "support/memory_backed_store.hpp"
+#include "support/runtime_harness.hpp"
 #include "support/store_backends.hpp"
 #include "support/store_cases.hpp"
 
@@ -19,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <map>
 #include <set>
@@ -364,4 +372,206 @@ TEST_CASE("a node killed after it committed a question: the caller's retry finis
   CHECK(t.questions == std::map<std::string, int>{{"r-cut-off", 1}});
   CHECK(t.answers == std::map<std::string, std::vector<std::string>>{{"r-cut-off", {"answer to: " + question}}});
   a.end();
+}
+
+// --- The node's API, on nodes in this process --------------------------------
+
+namespace {
+
+// Every agent sends a mail (a tool that waits for approval), then says what
+// the tool answered.
+std::shared_ptr<scripted_provider> mailing_model() {
+  return std::make_shared<scripted_provider>([](const llm_stream& s) {
+    if (s.messages.back().role == "tool") return scripted_reply::text("done: " + s.messages.back().content);
+    return scripted_reply::tools({call("s1", "send", {{"to", "bob"}})});
+  });
+}
+
+// A node in this process with agent-0 … agent-11, whose "send" tool (added
+// by `prepare`, counted in `sends`) waits for approval.
+cluster_node_options in_process(const std::string& conninfo, const std::string& id, std::atomic<int>& sends) {
+  cluster_node_options o;
+  o.cluster = test_node(conninfo, id);
+  o.transport.secret = secret;
+  o.runtime.provider = mailing_model();
+  o.runtime.telemetry = std::make_shared<log_sink>(false);
+  o.prepare = [&sends](cluster_node& n) {
+    n.local().tools().add(make_tool("send", [&sends](const boost::json::object& a, const tool_context&) {
+      ++sends;
+      return boost::json::value("sent to " + std::string(a.at("to").as_string()));
+    }));
+  };
+  for (int i = 0; i < agents; ++i) {
+    agent_spec spec{.id = agent_of(i), .model = "m", .tools = {"send"}};
+    spec.approvals["send"] = approval_rule{approval_mode::always, {}, "sends a mail", 3'600'000, verdict::reject};
+    o.agents.push_back(std::move(spec));
+  }
+  return o;
+}
+
+// An agent whose shard `holder` holds (and runs), once every shard is held.
+std::string agent_held_by(const std::string& conninfo, cluster_node& holder, std::multiset<std::uint32_t> shares) {
+  REQUIRE(eventually([&] { return shares_are(conninfo, shares); }, 15s));
+  for (const shard_lease& l : holder.membership().shards_held())
+    for (int i = 0; i < agents; ++i)
+      if (shard_of(agent_of(i), shards) == l.shard) {
+        REQUIRE(eventually([&] { return holder.local().find_agent(agent_of(i)).has_value(); }, 10s));
+        return agent_of(i);
+      }
+  FAIL("no agent in the shards of " << holder.id());
+  return {};
+}
+
+// Nodes a and b, every shard held, and an agent b runs.
+struct two_nodes {
+  explicit two_nodes(const std::string& conninfo, std::chrono::milliseconds route_timeout = 30s)
+      : a(with_route_timeout(in_process(conninfo, "a-node", sends_a), route_timeout)),
+        b(in_process(conninfo, "b-node", sends_b)),
+        far(agent_held_by(conninfo, b, {4, 4})) {}
+
+  static cluster_node_options with_route_timeout(cluster_node_options o, std::chrono::milliseconds t) {
+    o.route_timeout = t;
+    return o;
+  }
+
+  std::atomic<int> sends_a{0}, sends_b{0};
+  cluster_node a, b;
+  std::string far;
+};
+
+}  // namespace
+
+TEST_CASE("a decision through a node that does not hold the agent continues its paused request where it runs") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  two_nodes n(db.uri());
+  auto& [sends_a, sends_b, a, b, far] = n;
+
+  const reply paused = must_reply(a.agent(far).ask("mail bob", {.thread_id = "t"}));
+  REQUIRE(paused.paused());
+  REQUIRE(paused.pending.size() == 1);
+  CHECK(sends_b == 0);
+  const reply done = must_reply(
+      a.agent(far).decide(decision{paused.request_id, "s1", verdict::approve, "", {}, "ana", ""}, {.thread_id = "t"}));
+  CHECK(answer_of(done) == "done: sent to bob");
+  CHECK(sends_b == 1);
+  CHECK(sends_a == 0);
+  CHECK(a.route_counters().remote_asks == 2);
+}
+
+TEST_CASE("a decision whose holder died is located again and taken where the paused request moved") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  std::atomic<int> sends_a{0}, sends_b{0};
+  cluster_node a(in_process(db.uri(), "a-node", sends_a));
+  auto b = std::make_unique<cluster_node>(in_process(db.uri(), "b-node", sends_b));
+  const std::string far = agent_held_by(db.uri(), *b, {4, 4});
+  // Asked where it runs: a node that closes cancels the requests it runs
+  // for other nodes, paused ones too.
+  const reply paused = must_reply(b->agent(far).ask("mail bob", {.thread_id = "t"}));
+  REQUIRE(paused.paused());
+
+  // Gone as a killed process goes, its shards still its own until it is
+  // found dead: the decision goes there first, meets node_lost, and is sent
+  // again (its thread holds its request's entries: that does not stop a
+  // decision) once the survivor holds the shard and has loaded the pause.
+  b.reset();
+  const reply done = must_reply(
+      a.agent(far).decide(decision{paused.request_id, "s1", verdict::approve, "", {}, "ana", ""}, {.thread_id = "t"}));
+  CHECK(answer_of(done) == "done: sent to bob");
+  CHECK(sends_a == 1);
+  CHECK(sends_b == 0);
+  CHECK(a.route_counters().retries >= 1);
+}
+
+TEST_CASE("a decision the agent's holder refuses ends with that refusal at once, not looked for again") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  two_nodes n(db.uri(), std::chrono::minutes(5));  // a decision looked for again would not end within the await
+  auto& [sends_a, sends_b, a, b, far] = n;
+  const std::string near = agent_held_by(db.uri(), a, {4, 4});
+  for (const std::string& agent : {far, near}) {
+    INFO(agent);
+    const reply r =
+        must_reply(a.agent(agent).decide(decision{"no-such-request", "s1", verdict::approve, "", {}, "ana", ""}));
+    CHECK(error_type_of(r) == error_type::not_found);
+    CHECK_THAT(std::get<error_info>(r.outcome).message, Catch::Contains("waits for a decision"));
+  }
+  CHECK(a.route_counters().retries == 0);
+}
+
+TEST_CASE("a snapshot through any node is the thread as committed where the agent runs") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  two_nodes n(db.uri());
+  auto& [sends_a, sends_b, a, b, far] = n;
+  const reply paused = must_reply(a.agent(far).ask("mail bob"));  // on the agent's default thread
+  REQUIRE(paused.paused());
+
+  const auto through_a = a.agent(far).snapshot({}, 10s);
+  const auto where_it_runs = b.local().find_agent(far)->snapshot({}, 10s);
+  REQUIRE(through_a);
+  REQUIRE(where_it_runs);
+  CHECK(through_a->id() == far + ":default");
+  CHECK(through_a->rev() == where_it_runs->rev());
+  std::vector<std::string> seen, expected;
+  for (const entry& e : through_a->entries()) seen.push_back(std::string(e.id));
+  for (const entry& e : where_it_runs->entries()) expected.push_back(std::string(e.id));
+  CHECK(!seen.empty());
+  CHECK(seen == expected);
+
+  // A thread never committed is empty; an agent none was given has none.
+  const auto never = a.agent(far).snapshot("never-asked", 10s);
+  REQUIRE(never);
+  CHECK(never->id() == "never-asked");
+  CHECK(never->entries().empty());
+  CHECK(!a.agent("nobody").snapshot({}, 10s));
+}
+
+TEST_CASE("an agent of the cluster is running once a live node holds its shard; an unknown one never is") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  two_nodes n(db.uri());
+  auto& [sends_a, sends_b, a, b, far] = n;
+  CHECK(a.agent(far).running());
+  CHECK(b.agent(far).running());
+  CHECK(!a.agent("nobody").running());
+}
+
+TEST_CASE("prepare runs before the node joins; what it throws ends the constructor") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  std::atomic<int> sends{0};
+  auto o = in_process(db.uri(), "a-node", sends);
+  bool joined_before = true;
+  o.prepare = [&](cluster_node& n) {
+    try {
+      joined_before = !read_cluster_status(db.uri()).nodes.empty();
+    } catch (const std::exception&) {
+      joined_before = false;  // no node ever joined this database
+    }
+    CHECK(n.local().agent_ids().empty());
+    throw std::runtime_error("no tools today");
+  };
+  CHECK_THROWS_WITH(cluster_node(std::move(o)), "no tools today");
+  CHECK(!joined_before);
+}
+
+TEST_CASE("wrap_threads: the runtime commits through the wrapper it returns, given the cluster's store") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  std::atomic<int> sends{0};
+  auto o = in_process(db.uri(), "a-node", sends);
+  std::shared_ptr<thread_store> given;
+  auto wrapper = std::make_shared<memory_backed_store>();
+  o.wrap_threads = [&](std::shared_ptr<thread_store> cluster_store) {
+    given = cluster_store;
+    return wrapper;
+  };
+  cluster_node a(std::move(o));
+  CHECK(given == a.store());
+  REQUIRE(eventually([&] { return a.local().agent_ids().size() == static_cast<std::size_t>(agents); }, 15s));
+  REQUIRE(must_reply(a.agent(agent_of(0)).ask("mail bob", {.thread_id = "t"})).paused());
+  CHECK(wrapper->inner.load("t").has_value());
+  CHECK(!a.store()->load("t").has_value());
 }
