@@ -78,7 +78,7 @@ void agent_logic::pass_down_to(thread_slot& slot, pass_down x) {
     l.unload_idle_threads();
   };
   if (!target) {
-    back(error_info::of(error_type::agent_stopped, "agent " + x.agent_id + " is not running"));
+    decide_elsewhere(thread_id, std::move(x), back);
     return;
   }
   self_
@@ -90,6 +90,27 @@ void agent_logic::pass_down_to(thread_slot& slot, pass_down x) {
               back(error_info::of(error_type::agent_failed,
                                   "agent " + agent_id + " did not answer: " + self->system().render(e)));
             });
+}
+
+// A decision for an agent that does not run here: through the tool that
+// asked it, when that tool knows where the agent runs (a cluster's agent
+// tool); its answer comes back to this agent as the call's result, as a
+// message (it is answered on another thread).
+void agent_logic::decide_elsewhere(const std::string& thread_id, pass_down x,
+                                   const std::function<void(tool_outcome)>& back) {
+  const auto asked_by = st_.ctx->tools.find(x.tool_name);
+  if (!asked_by || !asked_by->definition().decide_elsewhere) {
+    back(error_info::of(error_type::agent_stopped, "agent " + x.agent_id + " is not running"));
+    return;
+  }
+  decision d = std::get<decision>(std::move(x.what));
+  asked_by->definition().decide_elsewhere(x.agent_id, x.thread_id, std::move(d),
+                                          [self = caf::actor_cast<agent_actor>(self_), thread_id, x](const reply& r) {
+                                            caf::anon_send(
+                                                self, signal_atom::value, thread_id,
+                                                signal{tool_result{x.call_id, x.tool_call_id, x.tool_name,
+                                                                   agent_answer_outcome(x.agent_id, x.thread_id, r)}});
+                                          });
 }
 
 // A call goes to a live executor of the pool, and its answer comes back as

@@ -129,9 +129,9 @@ class cluster_node {
   // A tool in this node's runtime that asks agent_id wherever it runs, as
   // runtime::add_agent_tool does for a local agent: the "question" argument
   // is the agent's query, its answer the result, and its pauses for a
-  // person are relayed (the decisions passed down reach the agent only
-  // while it runs on this node: see docs/cluster.md). Call it from
-  // `prepare`, so that agents spawned with the tool find it.
+  // person are relayed (decisions taken on the calling agent's request are
+  // passed down through cluster_agent::decide). Call it from `prepare`, so
+  // that agents spawned with the tool find it.
   void add_agent_tool(std::string tool_name, std::string agent_id, std::string description,
                       std::chrono::milliseconds timeout = std::chrono::seconds(120));
   // The cluster's PostgreSQL store (the same database serves conversations).

@@ -281,6 +281,7 @@ class agent_logic {
   void cancel_tool_call(const std::string& call_id, const std::string& tool_call_id);
   void pump_tools(thread_slot& slot);
   void pass_down_to(thread_slot& slot, pass_down x);
+  void decide_elsewhere(const std::string& thread_id, pass_down x, const std::function<void(tool_outcome)>& back);
 
   // ---- Tracing: spans, telemetry, stream events (agent_trace.cpp) ----
  private:

@@ -20,8 +20,11 @@ namespace troupe::detail {
 // Asks the agent; throws tool_failure when it cannot be asked at all.
 using agent_asker = std::function<request(std::string question, ask_options options)>;
 
+// `decide_elsewhere` (tool::decide_elsewhere): how decisions passed down
+// reach the agent when it runs elsewhere; null for an agent of this runtime.
 inline tool agent_tool(std::string tool_name, std::string agent_id, std::string description,
-                       std::chrono::milliseconds timeout, agent_asker ask) {
+                       std::chrono::milliseconds timeout, agent_asker ask,
+                       decltype(tool::decide_elsewhere) decide_elsewhere = {}) {
   tool t;
   t.spec = tool_spec{
       std::move(tool_name), std::move(description),
@@ -31,6 +34,7 @@ inline tool agent_tool(std::string tool_name, std::string agent_id, std::string 
   t.spec.relays_approvals = true;
   t.timeout = timeout;
   t.retry.max_attempts = 1;
+  t.decide_elsewhere = std::move(decide_elsewhere);
   // No thread waits for the answer (the tool is asynchronous), so nested
   // agents never starve the tool workers.
   t.start = [ask = std::move(ask), agent_id = std::move(agent_id)](

@@ -2,7 +2,9 @@
 // A tool an agent can call: what the model sees (its spec) and the function
 // that runs it, with its timeout, retry policy and whether it blocks.
 
+#include "directives/reply.hpp"
 #include "directives/tool_spec.hpp"
+#include "signals/decision.hpp"
 #include "signals/error_info.hpp"
 #include "signals/tool_result.hpp"
 
@@ -73,6 +75,15 @@ struct tool {
   // A tool that may block (I/O, sleeping, waiting on another agent) runs on
   // the runtime's worker pool; a quick pure one runs on a tool executor.
   bool blocking = true;
+  // For a tool that asks another agent and relays its pauses
+  // (spec.relays_approvals): how a decision taken here for one of that
+  // agent's calls reaches it when it does not run in this runtime (an agent
+  // of a cluster that another node holds). `answered` is called once, on
+  // any thread, with that agent's reply to the decision. Null: the decision
+  // finds no agent there.
+  std::function<void(const std::string& agent_id, const std::string& thread_id, decision d,
+                     std::function<void(const reply&)> answered)>
+      decide_elsewhere{};
 };
 
 }  // namespace troupe

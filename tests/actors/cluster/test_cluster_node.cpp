@@ -379,16 +379,25 @@ TEST_CASE("a node killed after it committed a question: the caller's retry finis
 namespace {
 
 // Every agent sends a mail (a tool that waits for approval), then says what
-// the tool answered.
+// the tool answered; asked "ask AGENT: QUESTION", it asks AGENT instead
+// (through its tool ask_AGENT).
 std::shared_ptr<scripted_provider> mailing_model() {
   return std::make_shared<scripted_provider>([](const llm_stream& s) {
-    if (s.messages.back().role == "tool") return scripted_reply::text("done: " + s.messages.back().content);
+    const llm_message& last = s.messages.back();
+    if (last.role == "tool") return scripted_reply::text("done: " + last.content);
+    const std::string asked(last.content);
+    if (asked.rfind("ask ", 0) == 0) {
+      const auto colon = asked.find(": ");
+      return scripted_reply::tools(
+          {call("c1", "ask_" + asked.substr(4, colon - 4), {{"question", asked.substr(colon + 2)}})});
+    }
     return scripted_reply::tools({call("s1", "send", {{"to", "bob"}})});
   });
 }
 
 // A node in this process with agent-0 … agent-11, whose "send" tool (added
-// by `prepare`, counted in `sends`) waits for approval.
+// by `prepare`, counted in `sends`) waits for approval, and whose tools
+// ask_agent-0 … ask_agent-11 (cluster_node::add_agent_tool) ask each other.
 cluster_node_options in_process(const std::string& conninfo, const std::string& id, std::atomic<int>& sends) {
   cluster_node_options o;
   o.cluster = test_node(conninfo, id);
@@ -400,9 +409,12 @@ cluster_node_options in_process(const std::string& conninfo, const std::string& 
       ++sends;
       return boost::json::value("sent to " + std::string(a.at("to").as_string()));
     }));
+    for (int i = 0; i < agents; ++i) n.add_agent_tool("ask_" + agent_of(i), agent_of(i), "Asks " + agent_of(i) + ".");
   };
+  std::vector<std::string> tools{"send"};
+  for (int i = 0; i < agents; ++i) tools.push_back("ask_" + agent_of(i));
   for (int i = 0; i < agents; ++i) {
-    agent_spec spec{.id = agent_of(i), .model = "m", .tools = {"send"}};
+    agent_spec spec{.id = agent_of(i), .model = "m", .tools = tools};
     spec.approvals["send"] = approval_rule{approval_mode::always, {}, "sends a mail", 3'600'000, verdict::reject};
     o.agents.push_back(std::move(spec));
   }
@@ -482,6 +494,33 @@ TEST_CASE("a decision whose holder died is located again and taken where the pau
   CHECK(sends_a == 1);
   CHECK(sends_b == 0);
   CHECK(a.route_counters().retries >= 1);
+}
+
+TEST_CASE(
+    "an agent used as a tool across nodes: its pause surfaces on the caller, the decision passed down reaches it") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  two_nodes n(db.uri());
+  auto& [sends_a, sends_b, a, b, inner] = n;
+  const std::string outer = agent_held_by(db.uri(), a, {4, 4});
+
+  const reply paused = must_reply(a.agent(outer).ask("ask " + inner + ": mail bob", {.thread_id = "t"}));
+  REQUIRE(paused.paused());
+  REQUIRE(paused.pending.size() == 1);
+  CHECK(paused.pending.front().tool_call_id == "c1/s1");  // the inner agent's call s1, through c1
+  CHECK(sends_b == 0);
+
+  const reply done = must_reply(a.agent(outer).decide(
+      decision{paused.request_id, "c1/s1", verdict::approve, "", {}, "ana", ""}, {.thread_id = "t"}));
+  CHECK(answer_of(done) == "done: done: sent to bob");
+  CHECK(sends_b == 1);  // where the inner agent runs
+  CHECK(sends_a == 0);
+  // The inner agent's thread (one per calling agent) holds the decision.
+  const auto inner_thread = a.agent(inner).snapshot(outer + "->" + inner, 10s);
+  REQUIRE(inner_thread);
+  int decisions = 0;
+  for (const entry& e : inner_thread->entries()) decisions += std::string_view(e.kind) == "decision";
+  CHECK(decisions == 1);
 }
 
 TEST_CASE("a decision the agent's holder refuses ends with that refusal at once, not looked for again") {
