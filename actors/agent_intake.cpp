@@ -15,6 +15,7 @@ namespace troupe::detail {
 
 caf::result<reply> agent_logic::on_ask(query q, event_sink_actor events) {
   if (q.thread_id.empty()) q.thread_id = default_thread_id();
+  if (st_.draining) return refused(q.request_id, error_type::agent_stopped, draining_refusal());
   if (st_.stopping) return refused(q.request_id, error_type::shutdown, "the agent is stopping");
   if (q.request_id.empty()) return refused(q.request_id, error_type::invalid_query, "a query needs a request_id");
   if (!is_valid_utf8(q.request_id) || !is_valid_utf8(q.thread_id))
@@ -52,6 +53,7 @@ caf::result<reply> agent_logic::on_ask(query q, event_sink_actor events) {
 // answers it (answer_decision).
 caf::result<reply> agent_logic::on_decide(std::string thread_id, decision d, event_sink_actor events) {
   if (thread_id.empty()) thread_id = default_thread_id();
+  if (st_.draining) return refused(d.request_id, error_type::agent_stopped, draining_refusal());
   if (st_.stopping) return refused(d.request_id, error_type::shutdown, "the agent is stopping");
   if (!is_valid_utf8(d.request_id) || !is_valid_utf8(d.tool_call_id) || !is_valid_utf8(thread_id) ||
       !is_valid_utf8(d.idempotency_key))
@@ -79,6 +81,7 @@ caf::result<reply> agent_logic::on_decide(std::string thread_id, decision d, eve
 caf::result<reply> agent_logic::on_cancel_ended(std::string thread_id, const std::string& request_id,
                                                 const std::string& reason) {
   if (thread_id.empty()) thread_id = default_thread_id();
+  if (st_.draining) return refused(request_id, error_type::agent_stopped, draining_refusal());
   if (st_.stopping) return refused(request_id, error_type::shutdown, "the agent is stopping");
   if (st_.thread_of && st_.thread_of->count(request_id)) {  // a decide continued it, and follows it
     on_cancel(request_id, reason);
@@ -210,8 +213,20 @@ void agent_logic::fail_decisions(const std::string* thread_id, const char* type,
   if (st_.snapshots->empty()) st_.snapshots.reset();
 }
 
+// Refused before anything of it is committed: the caller may ask again
+// wherever the agent runs next.
+std::string agent_logic::draining_refusal() const {
+  return "agent " + st_.id + " is being drained: it takes nothing new while its running requests finish";
+}
+
+// A draining agent stops once it runs nothing: no request running or
+// queued, no decision waiting for its thread.
+bool agent_logic::drained() const {
+  return st_.draining && !st_.stopping && !st_.thread_of && (!st_.snapshots || st_.snapshots->decisions.empty());
+}
+
 agent_stats agent_logic::stats() const {
-  agent_stats out{st_.threads.size(), st_.thread_of ? st_.thread_of->size() : 0, 0, 0, st_.stopping};
+  agent_stats out{st_.threads.size(), st_.thread_of ? st_.thread_of->size() : 0, 0, 0, st_.stopping, st_.draining};
   st_.threads.for_each([&](const std::string&, thread_slot& slot) {
     out.commits_in_flight += slot.phase == slot_phase::committing;
     out.held_signals += slot.held.size();

@@ -427,6 +427,22 @@ bool agent::stop() const {
   return stopped;
 }
 
+void agent::drain(std::chrono::milliseconds patience, std::function<void(bool stopped)> stopped) const {
+  auto impl = rt_->impl.load();
+  if (!impl) return stopped(false);
+  // Held as asks hold it: a shutdown that begins later still finds the
+  // helper below waiting on the supervisor, and answers it.
+  std::shared_lock lock(impl->accepting);
+  if (impl->stopped) return stopped(false);
+  // A helper actor waits for the supervisor's answer, so that no caller's
+  // thread does.
+  impl->system->spawn(
+      [supervisor = impl->supervisor, id = id_, patience, stopped = std::move(stopped)](caf::event_based_actor* self) {
+        self->request(supervisor, caf::infinite, drain_atom::value, id, caf::timespan(patience))
+            .then([stopped](bool b) { stopped(b); }, [stopped](caf::error&) { stopped(false); });
+      });
+}
+
 bool agent::running() const {
   auto impl = rt_->impl.load();
   return impl && !impl->stopped && impl->ctx->agents.find(id_).has_value();

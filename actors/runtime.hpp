@@ -171,6 +171,14 @@ class agent {
   // Stops the agent for good (it is not restarted) and returns once it has
   // stopped. Its running and queued requests end with a "shutdown" error.
   bool stop() const;
+  // Stops the agent for good once it runs nothing (its running and queued
+  // requests ended, their commits landed), or after `patience` as stop()
+  // does; returns at once, and `stopped` is called then, on a runtime
+  // thread (false: there was no such agent, or the runtime shut down
+  // first). Meanwhile it refuses asks and decisions with agent_stopped,
+  // before committing anything of them: their callers may ask wherever the
+  // agent runs next (a cluster node draining a shard).
+  void drain(std::chrono::milliseconds patience, std::function<void(bool stopped)> stopped) const;
   bool running() const;
 
   struct impl_ref;

@@ -116,6 +116,19 @@ void on_agent_down(supervisor_self self, const std::string& id, const caf::error
                [&] { return telemetry_event{telemetry_kind::agent_restarted, id, {}, {}, {}, {}, 0, 0, why}; });
 }
 
+// Stops an agent for good (`tell` sends it what stops it), answered once
+// it is down.
+template <class Tell>
+caf::result<bool> stop_child(supervisor_self self, const std::string& id, Tell tell) {
+  auto it = self->state.agents.find(id);
+  if (it == self->state.agents.end()) return false;
+  child_history& h = it->second.made_history();
+  h.stopping = true;
+  tell(it->second.actor);
+  h.stop_waiters.push_back(self->make_response_promise());
+  return caf::delegated<bool>();
+}
+
 supervisor_actor::behavior_type supervisor(supervisor_self self, std::shared_ptr<runtime_context> ctx) {
   self->state.ctx = std::move(ctx);
   self->set_down_handler([self](caf::down_msg& m) {
@@ -148,13 +161,13 @@ supervisor_actor::behavior_type supervisor(supervisor_self self, std::shared_ptr
         return batch->size();
       },
       [self](stop_atom, const std::string& id) -> caf::result<bool> {
-        auto it = self->state.agents.find(id);
-        if (it == self->state.agents.end()) return false;
-        child_history& h = it->second.made_history();
-        h.stopping = true;
-        self->send(it->second.actor, stop_atom::value);
-        h.stop_waiters.push_back(self->make_response_promise());
-        return caf::delegated<bool>();
+        return stop_child(self, id, [&](const agent_actor& a) { self->send(a, stop_atom::value); });
+      },
+      [self](drain_atom, const std::string& id, caf::timespan patience) -> caf::result<bool> {
+        return stop_child(self, id, [&](const agent_actor& a) {
+          self->send(a, drain_atom::value);
+          self->delayed_send(a, patience, stop_atom::value);  // dropped if it stopped by then
+        });
       },
       [self](shutdown_atom) -> std::vector<agent_actor> {
         auto& st = self->state;

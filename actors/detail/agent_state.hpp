@@ -180,6 +180,8 @@ struct agent_state {
   std::unique_ptr<snapshot_waiters> snapshots;  // made by the first snapshot or decide that waits
   bool stopping = false;
   bool quit_when_settled = false;  // stopping, but commits are still in flight
+  // Refusing asks and decisions; stops once it runs none (agent::drain).
+  bool draining = false;
   // False once the agent has quit: a load still queued for it then takes no
   // lease, and one that took a lease meanwhile gives it back. Made with the
   // first load that goes to a store thread (most agents never need it).
@@ -214,6 +216,7 @@ class agent_logic {
   void on_cancel(const std::string& request_id, const std::string& reason);
   agent_stats stats() const;
   bool stop();
+  bool drained() const;
 
  private:
   void handle_signal(thread_slot& slot, const signal& s);
@@ -229,6 +232,7 @@ class agent_logic {
   static reply reply_of_ended(const thread_view& t, const std::string& request_id);
   void answer_decision(thread_slot& slot, decision_answer x);
   void run_again(thread_slot& slot, const std::string& request_id, asker from);
+  std::string draining_refusal() const;
 
   // A request that ran or waited here is done with.
   template <class Key>

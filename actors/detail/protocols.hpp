@@ -44,6 +44,7 @@ using committed_atom = caf::atom_constant<caf::atom("committed")>;
 using viewed_atom = caf::atom_constant<caf::atom("viewed")>;
 using all_down_atom = caf::atom_constant<caf::atom("alldown")>;
 using decide_atom = caf::atom_constant<caf::atom("decide")>;
+using drain_atom = caf::atom_constant<caf::atom("drain")>;
 
 // What a store thread answers an agent with: a thread loaded (and repaired),
 // the outcome of a commit, a thread read for a snapshot.
@@ -63,6 +64,7 @@ struct agent_stats {
   std::size_t commits_in_flight = 0;
   std::size_t held_signals = 0;  // waiting for their thread's load or commit
   bool stopping = false;         // told to stop, waiting for the store
+  bool draining = false;         // refusing asks until it runs none
 };
 
 // An agent. An ask is answered with the request's reply once it ends (the
@@ -76,16 +78,19 @@ struct agent_stats {
 // decide (thread id, decision, sink) is answered once the decision is
 // refused, leaves its request still paused, or the request it continued
 // pauses again or ends; the continued request's stream events go to the
-// sink meanwhile, as an ask's do.
-using agent_actor = caf::typed_actor<
-    caf::replies_to<ask_atom, query, event_sink_actor>::with<reply>, caf::reacts_to<signal_atom, std::string, signal>,
-    caf::replies_to<decide_atom, std::string, decision, event_sink_actor>::with<reply>,
-    caf::reacts_to<cancel_atom, std::string, std::string>,
-    caf::replies_to<cancel_atom, std::string, std::string, std::string>::with<reply>,
-    caf::replies_to<snapshot_atom, std::string>::with<thread_view>, caf::replies_to<stats_atom>::with<agent_stats>,
-    caf::reacts_to<stop_atom>, caf::reacts_to<loaded_atom, std::string, loaded_thread, lease_held>,
-    caf::reacts_to<committed_atom, std::string, std::uint64_t, commit_outcome>,
-    caf::reacts_to<viewed_atom, std::uint64_t, std::string, stored_thread>>;
+// sink meanwhile, as an ask's do. drain: the agent refuses asks and
+// decisions from now on, and stops (as on stop) once it runs none.
+using agent_actor =
+    caf::typed_actor<caf::replies_to<ask_atom, query, event_sink_actor>::with<reply>,
+                     caf::reacts_to<signal_atom, std::string, signal>,
+                     caf::replies_to<decide_atom, std::string, decision, event_sink_actor>::with<reply>,
+                     caf::reacts_to<cancel_atom, std::string, std::string>,
+                     caf::replies_to<cancel_atom, std::string, std::string, std::string>::with<reply>,
+                     caf::replies_to<snapshot_atom, std::string>::with<thread_view>,
+                     caf::replies_to<stats_atom>::with<agent_stats>, caf::reacts_to<stop_atom>,
+                     caf::reacts_to<drain_atom>, caf::reacts_to<loaded_atom, std::string, loaded_thread, lease_held>,
+                     caf::reacts_to<committed_atom, std::string, std::uint64_t, commit_outcome>,
+                     caf::reacts_to<viewed_atom, std::uint64_t, std::string, stored_thread>>;
 
 // Model calls. exec answers with the call's result once it ends (or
 // executor_crashed); deltas go to the agent as signals while it streams.
@@ -118,10 +123,13 @@ using broker_actor =
                      caf::reacts_to<event_atom, stream_event>, caf::reacts_to<timeout_atom>,
                      caf::replies_to<stats_atom>::with<std::size_t>, caf::replies_to<shutdown_atom>::with<bool>>;
 
-// Starts and restarts agents (see supervisor.hpp).
+// Starts and restarts agents (see supervisor.hpp). stop and drain (with
+// its patience, past which the agent is stopped) answer once the agent is
+// down, or false if there is none of that id.
 using supervisor_actor =
     caf::typed_actor<caf::replies_to<spawn_atom, std::shared_ptr<const std::vector<agent_launch>>>::with<std::size_t>,
                      caf::replies_to<stop_atom, std::string>::with<bool>,
+                     caf::replies_to<drain_atom, std::string, caf::timespan>::with<bool>,
                      caf::replies_to<shutdown_atom>::with<std::vector<agent_actor>>,
                      caf::replies_to<done_atom>::with<bool>, caf::reacts_to<all_down_atom>>;
 

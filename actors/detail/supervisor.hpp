@@ -9,6 +9,7 @@
 //
 //   (spawn_atom, launches)     -> size_t          start agents (all or none)
 //   (stop_atom, agent_id)      -> bool            stop one for good; answers once it is down
+//   (drain_atom, agent_id, patience) -> bool      the same once it runs no request, or after patience
 //   (shutdown_atom)            -> agents          stop supervising: the caller stops these
 //   (done_atom)                -> bool            answered once they are all down
 //   (all_down_atom)                               (its own: the last of them is down)

@@ -1,8 +1,11 @@
-// Crashes, restarts, escalation, executors dying, agents as tools, shutdown.
+// Crashes, restarts, escalation, executors dying, agents as tools, stops and
+// drains, shutdown.
 
 #include "support/runtime_harness.hpp"
 
 #include "actors/detail/runtime_impl.hpp"
+#include "serve/support/gate_provider.hpp"
+#include "support/agent_stats.hpp"
 #include "support/catch_decoded.hpp"
 #include "support/memory_backed_store.hpp"
 
@@ -118,6 +121,82 @@ TEST_CASE("a stopped agent is not restarted and its requests end with shutdown")
   CHECK(error_type_of(must_reply(r)) == "shutdown");
   CHECK(!a.running());
   CHECK(error_type_of(must_reply(a.ask("still there?"))) == "not_found");
+}
+
+namespace {
+
+// What agent::drain called back with, once it did.
+struct drain_report {
+  gate called;
+  std::atomic<bool> stopped{false};
+  std::function<void(bool)> callback() {
+    return [this](bool b) {
+      stopped = b;
+      called.open();
+    };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a drained agent finishes the requests it runs and holds queued, refuses new ones meanwhile, then stops") {
+  auto model = std::make_shared<gate_provider>();
+  runtime rt({.provider = model});
+  agent a = rt.spawn_agent({.id = "a", .model = "m", .restart = restart_policy::permanent});
+  request running = a.ask("hold on", {.thread_id = "t"});
+  REQUIRE(model->wait_held("hold on"));
+  request queued = a.ask("and then", {.thread_id = "t"});
+  REQUIRE(stats_become(rt, "a", [](const agent_stats& s) { return s.running_requests == 2; }));
+  drain_report report;
+  a.drain(patience, report.callback());
+  REQUIRE(stats_become(rt, "a", [](const agent_stats& s) { return s.draining; }));
+
+  // Refused before the model or the store sees it: its caller may ask
+  // wherever the agent runs next.
+  const reply refused = must_reply(a.ask("anyone new?", {.thread_id = "u"}));
+  CHECK(error_type_of(refused) == error_type::agent_stopped);
+  decision d;
+  d.request_id = "r";
+  d.tool_call_id = "c";
+  const reply decision_refused = must_reply(a.decide(d, {.thread_id = "t"}));
+  CHECK(error_type_of(decision_refused) == error_type::agent_stopped);
+  CHECK(a.running());
+  CHECK(!report.called.is_open());
+
+  model->release("hold on");
+  CHECK(answer_of(must_reply(running)) == "done: hold on");
+  CHECK(answer_of(must_reply(queued)) == "echo: and then");
+  REQUIRE(report.called.wait());
+  CHECK(report.stopped);
+  CHECK(!a.running());         // stopped for good, though its policy is permanent
+  CHECK(model->calls() == 2);  // the refused ask never reached the model
+}
+
+TEST_CASE("a drain past its patience stops the agent as stop does: the request it runs ends with shutdown") {
+  auto model = std::make_shared<gate_provider>();
+  runtime rt({.provider = model});
+  agent a = rt.spawn_agent({.id = "a", .model = "m"});
+  request running = a.ask("hold forever");
+  REQUIRE(model->wait_held("hold forever"));
+  drain_report report;
+  a.drain(std::chrono::milliseconds(50), report.callback());
+  CHECK(error_type_of(must_reply(running)) == error_type::shutdown);
+  REQUIRE(report.called.wait());
+  CHECK(report.stopped);
+  CHECK(!a.running());
+}
+
+TEST_CASE("an idle agent drained stops at once, and draining an agent that is not running reports false") {
+  runtime rt({.provider = std::make_shared<gate_provider>()});
+  agent a = rt.spawn_agent({.id = "a", .model = "m"});
+  drain_report idle, again;
+  a.drain(patience, idle.callback());
+  REQUIRE(idle.called.wait());
+  CHECK(idle.stopped);
+  CHECK(!a.running());
+  a.drain(patience, again.callback());
+  REQUIRE(again.called.wait());
+  CHECK(!again.stopped);
 }
 
 TEST_CASE("a message outside an agent's interface is refused with an error, and the agent goes on") {
