@@ -86,8 +86,9 @@ struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
   std::unique_ptr<store_executor> reads;
   std::unordered_map<std::uint32_t, std::vector<agent_spec>> specs_by_shard;
 
-  // The grants this node holds and may take thread leases under: a drained
-  // or lost shard is struck off before its agents are stopped.
+  // The grants this node holds and may take thread leases under: a lost
+  // shard is struck off before its agents are stopped, a drained one once
+  // they stopped (its running requests commit under it until then).
   mutable std::mutex held_mutex;
   std::unordered_map<std::uint32_t, shard_lease> held;
 
@@ -153,10 +154,11 @@ struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
       });
     };
     hooks.drain = [this](const shard_lease& l, std::function<void()> drained) {
-      strike_off(l);
-      post({}, [this, shard = l.shard, drained = std::move(drained)](bool run) {
-        if (run) stop_agents(shard);
-        drained();
+      post({}, [this, l, drained = std::move(drained)](bool run) {
+        if (run)
+          drain_agents(l, std::move(drained));
+        else
+          drained();
       });
     };
     hooks.lost = [this](const shard_lease& l) {
@@ -198,6 +200,36 @@ struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
         // end with not_found, as on a single runtime.
       }
     }
+  }
+
+  // A drained shard's agents finish the requests they run and hold queued,
+  // refusing new asks meanwhile (their callers ask again at the next
+  // holder), and then stop; the grant is struck off after, so the running
+  // requests' commits land under it. A drain the membership would give up
+  // on (drain_timeout) stops them a heartbeat before: their requests end
+  // then, rather than have their commits refused once the shard moved.
+  void drain_agents(const shard_lease& l, std::function<void()> drained) {
+    std::vector<agent> agents;
+    if (auto it = specs_by_shard.find(l.shard); it != specs_by_shard.end())
+      for (const agent_spec& spec : it->second)
+        if (auto a = rt->find_agent(spec.id)) agents.push_back(*a);
+    const auto& c = options.cluster;
+    const auto patience = std::max(c.drain_timeout / 2, c.drain_timeout - c.heartbeat_interval);
+    auto left = std::make_shared<std::atomic<std::size_t>>(agents.size() + 1);
+    auto one_stopped = [weak = weak_from_this(), l, left, drained = std::move(drained)](bool) {
+      if (left->fetch_sub(1) != 1) return;
+      if (auto self = weak.lock()) {
+        self->strike_off(l);
+        // Lost and granted again while it drained: its agents start again.
+        if (self->holds(l.shard))
+          self->post({}, [self = self.get(), shard = l.shard](bool run) {
+            if (run) self->start_agents(shard);
+          });
+      }
+      drained();
+    };
+    for (const agent& a : agents) a.drain(patience, one_stopped);
+    one_stopped(true);
   }
 
   void stop_agents(std::uint32_t shard) {

@@ -296,6 +296,7 @@ struct cluster_membership::state : std::enable_shared_from_this<cluster_membersh
            "release shard " + std::to_string(shard));
       std::lock_guard lock(mutex);
       held.erase(shard);
+      located.erase(shard);  // not here any more: read again where it went
       ++counted.released;
     }
     if (keeping >= target) return;
@@ -389,7 +390,9 @@ std::uint32_t cluster_membership::shard_of(std::string_view agent_id) const {
 std::optional<shard_location> cluster_membership::locate(std::string_view agent_id) {
   const std::uint32_t shard = shard_of(agent_id);
   {
+    // Without rounds (the node left) nothing would correct a location kept.
     std::lock_guard lock(s_->mutex);
+    if (s_->stopped) s_->located.clear();
     if (auto it = s_->located.find(shard); it != s_->located.end()) return it->second;
   }
   pool_lease l(*s_->pool);
@@ -405,7 +408,7 @@ std::optional<shard_location> cluster_membership::locate(std::string_view agent_
   if (r.rows() == 0) return std::nullopt;
   shard_location found{shard, r.text(0, 0), r.text(0, 2), static_cast<std::uint64_t>(r.int64(0, 1))};
   std::lock_guard lock(s_->mutex);
-  s_->located[shard] = found;
+  if (!s_->stopped) s_->located[shard] = found;
   return found;
 }
 

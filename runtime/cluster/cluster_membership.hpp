@@ -73,8 +73,10 @@ class cluster_membership {
   std::uint32_t shard_of(std::string_view agent_id) const;
 
   // Where the agent's shard is held: from the last round's reading, else
-  // read at once (and kept until a later round sees the shard move, or
-  // forget()). None while the shard is free or its holder's lease has run out.
+  // read at once (and kept until a later round sees the shard move, this
+  // node releases it, or forget()); always read at once once the rounds
+  // stopped (the node left). None while the shard is free or its holder's
+  // lease has run out.
   std::optional<shard_location> locate(std::string_view agent_id);
   // A location found wrong (the node said it does not hold the shard, or is
   // gone): read it again next time.
