@@ -3,6 +3,7 @@
 #include "config/detail/context_choice_toml.hpp"
 #include "config/detail/toml_reader.hpp"
 #include "config/file_text.hpp"
+#include "runtime/store/postgres/postgres_store.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -90,16 +91,101 @@ api_key read_key(table_reader& r) {
 
 }  // namespace
 
-void set_listen(serve_config& c, const std::string& host_port) {
-  const auto colon = host_port.rfind(':');
-  if (colon == std::string::npos || colon == 0) throw config_error("listen: expected HOST:PORT, got " + host_port);
-  const std::string port = host_port.substr(colon + 1);
+namespace {
+
+struct host_port {
+  std::string host;
+  std::uint16_t port = 0;
+};
+
+// "HOST:PORT" ("[V6]:PORT" too); config_error naming `field` if malformed.
+host_port split_host_port(const std::string& text, const std::string& field) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) throw config_error(field + ": expected HOST:PORT, got " + text);
+  const std::string port = text.substr(colon + 1);
   char* end = nullptr;
   const long p = std::strtol(port.c_str(), &end, 10);
-  if (port.empty() || *end || p < 0 || p > 65535) throw config_error("listen: bad port in " + host_port);
-  c.host = host_port.substr(0, colon);
-  if (c.host.size() > 2 && c.host.front() == '[' && c.host.back() == ']') c.host = c.host.substr(1, c.host.size() - 2);
-  c.port = static_cast<std::uint16_t>(p);
+  if (port.empty() || *end || p < 0 || p > 65535) throw config_error(field + ": bad port in " + text);
+  host_port out{text.substr(0, colon), static_cast<std::uint16_t>(p)};
+  if (out.host.size() > 2 && out.host.front() == '[' && out.host.back() == ']')
+    out.host = out.host.substr(1, out.host.size() - 2);
+  return out;
+}
+
+void read_cluster(table_reader& r, cluster_config& cc, const std::string& base_dir) {
+  r.text("database", cc.database);
+  if (r.has("secret"))
+    r.fail("secret", "is not read from the file: name the environment variable that holds it with secret_env");
+  r.text("secret_env", cc.secret_env);
+  if (cc.secret_env.empty()) r.fail("secret_env", "must name an environment variable");
+  std::string listen;
+  r.text("listen", listen);
+  if (!listen.empty()) {
+    try {
+      const host_port hp = split_host_port(listen, "listen");
+      cc.listen_host = hp.host;
+      cc.listen_port = hp.port;
+    } catch (const config_error& e) {
+      r.fail("listen", e.what());
+    }
+    // The node registers this address for the others to reach it at.
+    if (cc.listen_host == "0.0.0.0" || cc.listen_host == "::")
+      r.fail("listen",
+             "the other nodes reach this node at this address: give one they can reach, not " + cc.listen_host);
+  }
+  r.text("node_id", cc.node_id);
+  r.count("shards", cc.shards, 1, 65'536);
+  r.seconds("heartbeat_interval_seconds", cc.heartbeat_interval);
+  r.seconds("dead_after_seconds", cc.dead_after);
+  if (cc.dead_after <= cc.heartbeat_interval)
+    r.fail(r.has("dead_after_seconds") ? "dead_after_seconds" : "heartbeat_interval_seconds",
+           "dead_after_seconds must be longer than heartbeat_interval_seconds (a live node would be declared "
+           "dead between its heartbeats)");
+  r.seconds("drain_timeout_seconds", cc.drain_timeout);
+  r.text("tls_certificate", cc.tls_certificate);
+  r.text("tls_key", cc.tls_key);
+  r.text("tls_ca_file", cc.tls_ca_file);
+  const int tls_files = !cc.tls_certificate.empty() + !cc.tls_key.empty() + !cc.tls_ca_file.empty();
+  if (tls_files != 0 && tls_files != 3)
+    r.fail(cc.tls_certificate.empty() ? "tls_certificate"
+           : cc.tls_key.empty()       ? "tls_key"
+                                      : "tls_ca_file",
+           "give tls_certificate, tls_key and tls_ca_file, all three or none");
+  for (std::string* path : {&cc.tls_certificate, &cc.tls_key, &cc.tls_ca_file}) *path = resolve_path(*path, base_dir);
+  r.refuse_unknown();
+}
+
+// What a cluster node needs beyond its own table: a PostgreSQL database, the
+// secret from the environment, and conversations in the same database.
+void check_cluster(serve_config& c) {
+  cluster_config& cc = c.cluster;
+  if (!is_postgres_uri(cc.database))
+    throw config_error("cluster.database: must be a PostgreSQL URI (postgres://…), not \"" + cc.database + "\"");
+  const char* secret = std::getenv(cc.secret_env.c_str());
+  if (!secret || !*secret)
+    throw config_error("cluster.secret_env: the environment variable " + cc.secret_env +
+                       " (the secret every node of the cluster shares) is not set");
+  cc.secret = secret;
+  // As API keys: a short secret can be guessed.
+  if (cc.secret.size() < 16)
+    throw config_error("cluster.secret_env: the secret in " + cc.secret_env + " must have at least 16 characters");
+  if (!c.store.empty() && c.store != cc.database)
+    throw config_error(
+        "store: a cluster node keeps its conversations in the cluster's database: leave store out, or give "
+        "cluster.database");
+}
+
+}  // namespace
+
+void set_listen(serve_config& c, const std::string& host_port) {
+  const auto hp = split_host_port(host_port, "listen");
+  c.host = hp.host;
+  c.port = hp.port;
+}
+
+void set_cluster(serve_config& c, const std::string& database) {
+  c.cluster.database = database;
+  check_cluster(c);
 }
 
 namespace {
@@ -146,6 +232,10 @@ serve_config read_config(const std::string& text, const std::string& origin, con
     r.number("startup_timeout_seconds", c.mcp_startup_timeout_seconds);
     r.refuse_unknown();
   }
+  if (const toml::table* t = top.table("cluster")) {
+    table_reader r(*t, "cluster", origin);
+    read_cluster(r, c.cluster, base_dir);
+  }
   const auto agents = top.tables("agents");
   if (agents.empty()) top.fail("agents", "at least one [[agents]] entry is required");
   std::set<std::string> ids;
@@ -175,6 +265,13 @@ serve_config read_config(const std::string& text, const std::string& origin, con
       (void)cli::mcp_servers_for(m);
     } catch (const cli::usage_error& e) {
       throw config_error(origin + ": mcp: " + e.what());
+    }
+  }
+  if (c.cluster.enabled()) {
+    try {
+      check_cluster(c);
+    } catch (const config_error& e) {
+      throw config_error(origin + ": " + e.what());
     }
   }
   return c;

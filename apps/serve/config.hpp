@@ -80,6 +80,30 @@ struct serve_limits {
   double request_burst = 0;  // 0: requests_per_second rounded up, at least 1
 };
 
+// [cluster]: the server as one node of a cluster of troupe nodes kept in
+// PostgreSQL (docs/cluster.md). Every node has the same agents; any node
+// answers any conversation, asking each agent on the node that holds its shard.
+struct cluster_config {
+  std::string database;  // postgres://…; empty: not a cluster node
+  // The environment variable holding the secret every node shares (the file
+  // names the variable only), and the secret read from it (never logged).
+  std::string secret_env = "TROUPE_CLUSTER_SECRET";
+  std::string secret;
+  // Where the other nodes reach this one's transport: a host they can reach
+  // (the node registers it), port 0 for any free one.
+  std::string listen_host = "127.0.0.1";
+  std::uint16_t listen_port = 0;
+  std::string node_id;  // empty: made up at start (host/pid/start/unique)
+  std::uint32_t shards = 64;
+  std::chrono::milliseconds heartbeat_interval{1'000};
+  std::chrono::milliseconds dead_after{10'000};
+  std::chrono::milliseconds drain_timeout{30'000};
+  // TLS between nodes: PEM files, all three or none.
+  std::string tls_certificate, tls_key, tls_ca_file;
+
+  bool enabled() const { return !database.empty(); }
+};
+
 struct serve_config {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8080;
@@ -95,6 +119,7 @@ struct serve_config {
   std::vector<std::string> mcp_headers;
   double mcp_timeout_seconds = 60;
   double mcp_startup_timeout_seconds = 30;
+  cluster_config cluster;
 };
 
 // A config that cannot be served; what() names the field and the file.
@@ -109,5 +134,10 @@ serve_config load_config(const std::string& path);
 
 // "HOST:PORT" (as --listen gives it) into the config; config_error if malformed.
 void set_listen(serve_config& c, const std::string& host_port);
+
+// The cluster's database (as --cluster gives it, over the file's): the
+// server becomes a cluster node, its secret read from cluster.secret_env.
+// config_error for what a node could not run with.
+void set_cluster(serve_config& c, const std::string& database);
 
 }  // namespace troupe::serve

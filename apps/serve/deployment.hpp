@@ -1,12 +1,18 @@
 #pragma once
 // The agents a config declares, running: the store, the runtime with the
 // built-in and MCP tools, and one agent per [[agents]] entry with its own
-// model provider.
+// model provider. With [cluster], the runtime is a cluster node's: the
+// store is the cluster's database, and each agent runs on the node that
+// holds its shard (actors/cluster/cluster_node.hpp).
 
+#include "apps/serve/agent_ref.hpp"
+#include "apps/serve/cluster_figures.hpp"
 #include "apps/serve/config.hpp"
 
-#include "actors/runtime.hpp"
 #include "runtime/store/open_store.hpp"
+
+#include <chrono>
+#include <optional>
 
 #include <atomic>
 #include <functional>
@@ -31,7 +37,7 @@ struct deployed_agent {
   agent_config config;
   std::string model;
   std::vector<std::string> tools;
-  agent handle;
+  agent_ref handle;
 };
 
 class deployment {
@@ -45,15 +51,26 @@ class deployment {
   // A tool the agents may call (to check a person's edited arguments), or null.
   std::shared_ptr<const registered_tool> tool(std::string_view name) const;
   store_handle& store() { return store_; }
-  // Every agent still running (for /readyz).
+  // Every agent still running (for /readyz); on a cluster node: the node
+  // has joined and its last heartbeat round went through.
   bool agents_up() const;
+  // On a cluster node: leaves the cluster (its shards drained and handed
+  // over) within `timeout`; false if it could not in time. True elsewhere.
+  bool leave(std::chrono::milliseconds timeout);
   // Ends every running request with a shutdown error; idempotent.
   void shutdown();
   bool stopped() const { return stopped_; }
 
+  // The cluster node, or null when the deployment is one runtime.
+  cluster_node* node() const { return node_.get(); }
+  std::optional<cluster_figures> cluster_state() const;
+
  private:
+  runtime& rt() const { return node_ ? node_->local() : *rt_; }
+
   store_handle store_;
   std::unique_ptr<runtime> rt_;
+  std::unique_ptr<cluster_node> node_;
   std::vector<deployed_agent> agents_;
   std::atomic<bool> stopped_{false};
 };

@@ -19,6 +19,13 @@ namespace troupe::serve {
 class metric_counter {
  public:
   void add(std::uint64_t n = 1) { value_.fetch_add(n, std::memory_order_relaxed); }
+  // For a count kept elsewhere and read at each scrape: the counter goes up
+  // to `total`, never down.
+  void raise_to(std::uint64_t total) {
+    std::uint64_t now = value_.load(std::memory_order_relaxed);
+    while (now < total && !value_.compare_exchange_weak(now, total, std::memory_order_relaxed)) {
+    }
+  }
   std::uint64_t value() const { return value_.load(std::memory_order_relaxed); }
 
  private:

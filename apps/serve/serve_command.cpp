@@ -16,6 +16,9 @@ CLI::App* add_serve_command(CLI::App& app, serve_command_options& o) {
   c->add_option("--config", o.config, "The TOML config: listen address, store, limits, [[agents]], [[keys]]")
       ->required();
   c->add_option("--listen", o.listen, "HOST:PORT to listen on, instead of the config's (port 0: any free one)");
+  c->add_option("--cluster", o.cluster,
+                "Run as a node of the cluster in this PostgreSQL database (postgres://…), instead of the config's "
+                "[cluster] database; the shared secret comes from [cluster] secret_env (TROUPE_CLUSTER_SECRET)");
   return c;
 }
 
@@ -64,6 +67,7 @@ int run_serve(const serve_command_options& o) {
   try {
     config = load_config(o.config);
     if (!o.listen.empty()) set_listen(config, o.listen);
+    if (!o.cluster.empty()) set_cluster(config, o.cluster);
   } catch (const config_error& e) {
     return refused(e);
   }
@@ -78,7 +82,10 @@ int run_serve(const serve_command_options& o) {
   }
   s->start();
   std::cout << "troupe serve: listening on http://" << s->config().host << ":" << s->port() << " with "
-            << s->agents().agents().size() << " agent(s)" << std::endl;
+            << s->agents().agents().size() << " agent(s)";
+  if (const cluster_node* n = s->agents().node())
+    std::cout << ", cluster node " << n->id() << " at " << n->address().to_string();
+  std::cout << std::endl;
   int received = 0;
   sigwait(&stop_signals, &received);
   std::cerr << "troupe serve: " << (received == SIGTERM ? "SIGTERM" : "SIGINT") << ": draining (up to "

@@ -1,5 +1,5 @@
 #pragma once
-// `troupe serve --config FILE [--listen HOST:PORT]`.
+// `troupe serve --config FILE [--listen HOST:PORT] [--cluster postgres://…]`.
 
 #include <CLI/CLI.hpp>
 
@@ -10,6 +10,7 @@ namespace troupe::serve {
 struct serve_command_options {
   std::string config;
   std::string listen;
+  std::string cluster;  // the cluster's database, over the config's [cluster] database
 };
 
 CLI::App* add_serve_command(CLI::App& app, serve_command_options& o);

@@ -60,6 +60,55 @@ serve_metrics::serve_metrics()
   store_commit_seconds_();
 }
 
+serve_metrics::~serve_metrics() = default;
+
+struct serve_metrics::cluster_families {
+  std::function<std::optional<cluster_figures>()> source;
+  gauge_family& node;
+  gauge_family& shards_held;
+  counter_family& handovers;
+  counter_family& rounds;
+  counter_family& failed_rounds;
+  counter_family& asks;
+  counter_family& retries;
+};
+
+void serve_metrics::follow_cluster(std::function<std::optional<cluster_figures>()> source) {
+  cluster_ = std::make_unique<cluster_families>(cluster_families{
+      std::move(source), registry_.gauge("troupe_cluster_node", "This node of the cluster (1), by its id.", {"node"}),
+      registry_.gauge("troupe_cluster_shards_held", "Shards this node holds now, draining ones included."),
+      registry_.counter("troupe_cluster_shard_handovers_total",
+                        "Shards this node was granted (acquired), gave up after a drain (drained), or lost "
+                        "(taken, run out, or dropped on being declared dead).",
+                        {"event"}),
+      registry_.counter("troupe_cluster_heartbeat_rounds_total",
+                        "Membership rounds run: heartbeat, dead nodes declared, leases renewed, shares taken."),
+      registry_.counter("troupe_cluster_heartbeat_failed_rounds_total",
+                        "Membership rounds a statement of which failed (the round stopped there)."),
+      registry_.counter("troupe_cluster_asks_total",
+                        "Asks this node routed: to an agent it holds (local) or to the node that holds it (remote).",
+                        {"where"}),
+      registry_.counter("troupe_cluster_ask_retries_total",
+                        "Asks located again after their agent's node was lost or said it no longer holds it.")});
+}
+
+std::string serve_metrics::exposition() const {
+  if (cluster_)
+    if (const std::optional<cluster_figures> f = cluster_->source()) {
+      cluster_->node.with({f->node_id}).set(1);
+      cluster_->shards_held().set(static_cast<std::int64_t>(f->shards_held));
+      cluster_->handovers.with({"acquired"}).raise_to(f->acquired);
+      cluster_->handovers.with({"drained"}).raise_to(f->drained);
+      cluster_->handovers.with({"lost"}).raise_to(f->lost);
+      cluster_->rounds().raise_to(f->rounds);
+      cluster_->failed_rounds().raise_to(f->failed_rounds);
+      cluster_->asks.with({"local"}).raise_to(f->local_asks);
+      cluster_->asks.with({"remote"}).raise_to(f->remote_asks);
+      cluster_->retries().raise_to(f->retries);
+    }
+  return registry_.exposition();
+}
+
 bool serve_metrics::wants(telemetry_kind k) const {
   switch (k) {
     case telemetry_kind::request_started:

@@ -6,11 +6,14 @@
 // it hears as one of the server's observers; store commits are timed by
 // timed_store.
 
+#include "apps/serve/cluster_figures.hpp"
 #include "apps/serve/metrics.hpp"
 #include "apps/serve/observer.hpp"
 #include "runtime/telemetry/telemetry.hpp"
 
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_set>
 
@@ -19,6 +22,7 @@ namespace troupe::serve {
 class serve_metrics final : public telemetry_sink, public serve_observer {
  public:
   serve_metrics();
+  ~serve_metrics() override;
 
   // The telemetry sink: only the events that end something, and starts.
   bool wants(telemetry_kind k) const override;
@@ -43,7 +47,11 @@ class serve_metrics final : public telemetry_sink, public serve_observer {
   void stream_opened() override { active_streams_().add(1); }
   void stream_closed() override { active_streams_().add(-1); }
 
-  std::string exposition() const { return registry_.exposition(); }
+  // On a cluster node: its shards, handovers, heartbeats and routed asks,
+  // read from `source` at each scrape. Call before the server starts.
+  void follow_cluster(std::function<std::optional<cluster_figures>()> source);
+
+  std::string exposition() const;
   metrics_registry& registry() { return registry_; }
 
  private:
@@ -65,6 +73,9 @@ class serve_metrics final : public telemetry_sink, public serve_observer {
 
   std::mutex mutex_;
   std::unordered_set<std::string> queued_;  // request ids submitted and not yet started
+
+  struct cluster_families;
+  std::unique_ptr<cluster_families> cluster_;
 };
 
 }  // namespace troupe::serve

@@ -12,6 +12,9 @@
 
 #include <boost/asio/ip/tcp.hpp>
 
+#include <algorithm>
+#include <iostream>
+
 namespace troupe::serve {
 
 namespace net = boost::asio;
@@ -50,6 +53,7 @@ server::server(serve_config config, deployment_options options)
   };
   observers_.add(metrics_);
   agents_ = std::make_unique<deployment>(config_, std::move(options));
+  if (agents_->node()) metrics_->follow_cluster([d = agents_.get()] { return d->cluster_state(); });
   runner_ = std::make_unique<turn_context>(turn_context{*agents_, turns_, observers_, workers_});
   route_ctx_ = std::make_unique<route_context>(route_context{config_, *agents_, turns_, *runner_, workers_, draining_});
   add_message_routes(routes_, *route_ctx_);
@@ -82,7 +86,17 @@ void server::drain() {
   draining_ = true;
   listener_->stop();
   sessions_->drain_all();
-  turns_.wait_idle(std::chrono::steady_clock::now() + config_.drain_deadline);
+  const auto deadline = std::chrono::steady_clock::now() + config_.drain_deadline;
+  turns_.wait_idle(deadline);
+  // A cluster node then hands its shards over (the asks other nodes sent its
+  // agents finish or move with them) within what is left of the deadline,
+  // given at least two heartbeats: one to say it leaves, one to give up.
+  if (agents_->node()) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (!agents_->leave(std::max(left, 2 * config_.cluster.heartbeat_interval)))
+      std::cerr << "troupe serve: the node did not hand all its shards over in time; their leases run out" << std::endl;
+  }
   // Whatever still runs ends with a shutdown error, which its clients are sent.
   agents_->shutdown();
   workers_.join();

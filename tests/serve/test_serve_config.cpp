@@ -152,6 +152,101 @@ TEST_CASE("a serve config") {
   }
 }
 
+TEST_CASE("a serve config's [cluster] table") {
+  const std::string db = "postgres://troupe@db.internal:5432/agents";
+  ::setenv("TROUPE_SERVE_TEST_CLUSTER_SECRET", "cluster-secret-0123456789", 1);
+  const std::string cluster = "[cluster]\nsecret_env = \"TROUPE_SERVE_TEST_CLUSTER_SECRET\"\n";
+  SECTION("without one, or without a database, the server is not a cluster node") {
+    CHECK_FALSE(parse_config(agent + key, "serve.toml", "").cluster.enabled());
+    CHECK_FALSE(parse_config(agent + key + cluster, "serve.toml", "").cluster.enabled());
+  }
+  SECTION("is read with the secret taken from the environment variable it names") {
+    const serve_config c = parse_config(agent + key + cluster + "database = \"" + db +
+                                            "\"\nlisten = \"10.0.0.2:4100\"\nnode_id = \"n1\"\nshards = 16\n"
+                                            "heartbeat_interval_seconds = 0.5\ndead_after_seconds = 4\n"
+                                            "drain_timeout_seconds = 20\n",
+                                        "serve.toml", "");
+    REQUIRE(c.cluster.enabled());
+    CHECK(c.cluster.database == db);
+    CHECK(c.cluster.secret == "cluster-secret-0123456789");
+    CHECK(c.cluster.listen_host == "10.0.0.2");
+    CHECK(c.cluster.listen_port == 4100);
+    CHECK(c.cluster.node_id == "n1");
+    CHECK(c.cluster.shards == 16);
+    CHECK(c.cluster.heartbeat_interval == std::chrono::milliseconds(500));
+    CHECK(c.cluster.dead_after == std::chrono::seconds(4));
+    CHECK(c.cluster.drain_timeout == std::chrono::seconds(20));
+  }
+  SECTION("TLS files are resolved against the config's folder, all three or none") {
+    const serve_config c = parse_config(agent + key + cluster + "database = \"" + db +
+                                            "\"\ntls_certificate = \"node.pem\"\ntls_key = \"node.key\"\n"
+                                            "tls_ca_file = \"/etc/troupe/ca.pem\"\n",
+                                        "serve.toml", "/etc/troupe/node1");
+    CHECK(c.cluster.tls_certificate == "/etc/troupe/node1/node.pem");
+    CHECK(c.cluster.tls_key == "/etc/troupe/node1/node.key");
+    CHECK(c.cluster.tls_ca_file == "/etc/troupe/ca.pem");
+    CHECK_THAT(refusal(agent + key + cluster + "tls_certificate = \"node.pem\"\n"),
+               Catch::Contains("cluster.tls_key: give tls_certificate, tls_key and tls_ca_file, all three or none"));
+  }
+  SECTION("a secret in the file is refused: the file names the variable only") {
+    CHECK_THAT(refusal(agent + key + "[cluster]\ndatabase = \"" + db + "\"\nsecret = \"cluster-secret-0123456789\"\n"),
+               Catch::Contains("cluster.secret: is not read from the file") && !Catch::Contains("0123456789"));
+  }
+  SECTION("a secret variable that is not set, or a short secret, is refused naming secret_env") {
+    CHECK_THAT(refusal(agent + key + "[cluster]\ndatabase = \"" + db +
+                       "\"\nsecret_env = \"TROUPE_SERVE_TEST_CLUSTER_UNSET\"\n"),
+               Catch::Contains("cluster.secret_env: the environment variable TROUPE_SERVE_TEST_CLUSTER_UNSET"));
+    ::setenv("TROUPE_SERVE_TEST_CLUSTER_SHORT", "short", 1);
+    CHECK_THAT(
+        refusal(agent + key + "[cluster]\ndatabase = \"" + db +
+                "\"\nsecret_env = \"TROUPE_SERVE_TEST_CLUSTER_SHORT\"\n"),
+        Catch::Contains("cluster.secret_env: the secret in TROUPE_SERVE_TEST_CLUSTER_SHORT must have at least 16") &&
+            !Catch::Contains("\"short\""));
+  }
+  SECTION("a database that is not PostgreSQL, or a store elsewhere, is refused naming the field") {
+    CHECK_THAT(refusal(agent + key + cluster + "database = \"sqlite:/tmp/x.db\"\n"),
+               Catch::Contains("cluster.database: must be a PostgreSQL URI"));
+    CHECK_THAT(refusal("store = \"sqlite:/tmp/x.db\"\n" + agent + key + cluster + "database = \"" + db + "\"\n"),
+               Catch::Contains("store: a cluster node keeps its conversations in the cluster's database"));
+    CHECK(parse_config("store = \"" + db + "\"\n" + agent + key + cluster + "database = \"" + db + "\"\n", "serve.toml",
+                       "")
+              .cluster.enabled());
+  }
+  SECTION("bad timings, shards, addresses and unknown fields are refused naming the field") {
+    const std::string base = agent + key + cluster + "database = \"" + db + "\"\n";
+    CHECK_THAT(refusal(base + "heartbeat_interval_seconds = 0\n"),
+               Catch::Contains("cluster.heartbeat_interval_seconds: must be a number of seconds, positive"));
+    CHECK_THAT(refusal(base + "heartbeat_interval_seconds = 5\ndead_after_seconds = 5\n"),
+               Catch::Contains("cluster.dead_after_seconds: dead_after_seconds must be longer"));
+    CHECK_THAT(refusal(base + "heartbeat_interval_seconds = 20\n"),
+               Catch::Contains("cluster.heartbeat_interval_seconds: dead_after_seconds must be longer"));
+    CHECK_THAT(refusal(base + "shards = 0\n"), Catch::Contains("cluster.shards: must be between"));
+    CHECK_THAT(refusal(base + "listen = \"nowhere\"\n"), Catch::Contains("cluster.listen:"));
+    CHECK_THAT(refusal(base + "listen = \"0.0.0.0:4100\"\n"),
+               Catch::Contains("cluster.listen: the other nodes reach this node at this address"));
+    CHECK_THAT(refusal(base + "drain_timeout_seconds = -1\n"), Catch::Contains("cluster.drain_timeout_seconds"));
+    CHECK_THAT(refusal(base + "heartbeat = 1\n"), Catch::Contains("cluster.heartbeat: is not a known field"));
+  }
+  SECTION("--cluster sets the database over the file's, and is checked as the file's") {
+    serve_config c = parse_config(agent + key + cluster + "database = \"" + db + "\"\n", "serve.toml", "");
+    set_cluster(c, "postgresql://other/agents");
+    CHECK(c.cluster.database == "postgresql://other/agents");
+    serve_config plain = parse_config(agent + key, "serve.toml", "");
+    ::setenv("TROUPE_CLUSTER_SECRET", "default-variable-secret-0123", 1);
+    set_cluster(plain, db);
+    CHECK(plain.cluster.secret == "default-variable-secret-0123");
+    ::unsetenv("TROUPE_CLUSTER_SECRET");
+    serve_config unset = parse_config(agent + key, "serve.toml", "");
+    CHECK_THROWS_WITH(set_cluster(unset, db), Catch::Contains("cluster.secret_env: the environment variable "
+                                                              "TROUPE_CLUSTER_SECRET"));
+    CHECK_THROWS_WITH(set_cluster(c, "mysql://x"), Catch::Contains("cluster.database: must be a PostgreSQL URI"));
+    serve_config stored = parse_config("store = \"memory:\"\n" + agent + key, "serve.toml", "");
+    ::setenv("TROUPE_CLUSTER_SECRET", "default-variable-secret-0123", 1);
+    CHECK_THROWS_WITH(set_cluster(stored, db), Catch::Contains("store: a cluster node keeps its conversations"));
+    ::unsetenv("TROUPE_CLUSTER_SECRET");
+  }
+}
+
 TEST_CASE("keys") {
   key_table keys({{"sk-0123456789abcdef", "u"}, {"sk-fedcba9876543210", "v"}});
   SECTION("a known bearer key names its user") {

@@ -1,0 +1,187 @@
+// Two `troupe serve` servers in this process as two nodes of one cluster
+// ([cluster], a throwaway PostgreSQL schema): either answers any
+// conversation, asking each agent on the node that holds its shard; a
+// decision goes through either; /metrics shows the node's shards and routed
+// asks; a server that drains hands its shards to the other. Skipped,
+// visibly, without a PostgreSQL server.
+
+#include "support/cluster_nodes.hpp"
+#include "support/serve_fixture.hpp"
+#include "support/store_backends.hpp"
+#include "support/store_cases.hpp"
+
+#include "actors/cluster/cluster_node.hpp"
+#include "runtime/cluster/cluster_membership.hpp"
+#include "runtime/cluster/shard_of.hpp"
+
+#include <cstdlib>
+#include <set>
+
+using namespace troupe;
+using namespace troupe::testing;
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::uint32_t shards = 8;
+
+std::string str(const json::value& v) { return std::string(v.as_string()); }
+
+// One agent per shard, so that each node holds some whatever its share.
+std::vector<std::string> one_agent_per_shard() {
+  std::vector<std::string> ids(shards);
+  std::size_t found = 0;
+  for (int i = 0; found < shards; ++i) {
+    const std::string id = "agent-" + std::to_string(i);
+    std::string& slot = ids[shard_of(id, shards)];
+    if (slot.empty()) {
+      slot = id;
+      ++found;
+    }
+  }
+  return ids;
+}
+
+std::string cluster_config_text(const std::string& database, const std::string& node_id,
+                                const std::vector<std::string>& agent_ids) {
+  const std::string model = "model = \"openai:test\"\nbase_url = \"http://127.0.0.1:9/v1\"\n";
+  std::string text = "listen = \"127.0.0.1:0\"\ndrain_deadline_seconds = 5\n[cluster]\ndatabase = \"" + database +
+                     "\"\nsecret_env = \"TROUPE_SERVE_TEST_CLUSTER_SECRET\"\nnode_id = \"" + node_id +
+                     "\"\nlisten = \"127.0.0.1:0\"\nshards = " + std::to_string(shards) +
+                     "\nheartbeat_interval_seconds = 0.05\ndead_after_seconds = 0.4\ndrain_timeout_seconds = 2\n";
+  for (const std::string& id : agent_ids)
+    text += "[[agents]]\nid = \"" + id + "\"\n" + model + "tools = [\"calculator\"]\n";
+  text += "[[agents]]\nid = \"clerk\"\n" + model + "tools = [\"calculator\"]\napprovals = [\"calculator\"]\n";
+  text += "[[keys]]\nkey = \"" + alice_key + "\"\nuser = \"alice\"\n[[keys]]\nkey = \"" + metrics_key +
+          "\"\nuser = \"prometheus\"\nrole = \"metrics\"\n";
+  return text;
+}
+
+// The value of one series in an exposition text, or -1 without it.
+double series(const std::string& exposition, const std::string& name) {
+  const auto at = exposition.find("\n" + name + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(exposition.substr(at + name.size() + 2));
+}
+
+struct cluster_fixture {
+  postgres_backend db;
+  std::shared_ptr<gate_provider> model = std::make_shared<gate_provider>();
+  std::vector<std::string> agent_ids = one_agent_per_shard();
+  std::unique_ptr<serve::server> a, b;
+
+  cluster_fixture() {
+    if (!db.ready()) return;
+    ::setenv("TROUPE_SERVE_TEST_CLUSTER_SECRET", "serve-cluster-test-secret", 1);
+    a = start("a");
+    b = start("b");
+    // Each holds its share (4 of 8 shards), and says it is ready.
+    REQUIRE(eventually([&] { return held(*a).size() == shards / 2 && held(*b).size() == shards / 2; }));
+  }
+  std::unique_ptr<serve::server> start(const std::string& node_id) {
+    serve::deployment_options o;
+    for (const std::string& id : agent_ids) o.providers[id] = model;
+    o.providers["clerk"] = model;
+    auto s = std::make_unique<serve::server>(
+        serve::parse_config(cluster_config_text(db.uri(), node_id, agent_ids), "test.toml", ""), std::move(o));
+    s->start();
+    return s;
+  }
+  static std::set<std::uint32_t> held(serve::server& s) {
+    std::set<std::uint32_t> out;
+    for (const shard_lease& l : s.agents().node()->membership().shards_held()) out.insert(l.shard);
+    return out;
+  }
+  // An agent whose shard `s` holds.
+  std::string agent_held_by(serve::server& s) const { return agent_ids[*held(s).begin()]; }
+};
+
+http_reply ask(serve::server& s, const std::string& chat, const std::string& agent, const std::string& content) {
+  http_client c(s.port());
+  return c.send(http::verb::post, "/v1/conversations/web/" + chat + "/messages", message_body(agent, content),
+                as_user(alice_key));
+}
+
+std::string metrics_of(serve::server& s) {
+  http_client c(s.port());
+  const http_reply r = c.send(http::verb::get, "/metrics", {}, as_user(metrics_key));
+  REQUIRE(r.status == 200);
+  return r.body;
+}
+
+}  // namespace
+
+TEST_CASE("serve --cluster: two servers, one cluster") {
+  cluster_fixture f;
+  REQUIRE_BACKEND(f.db);
+
+  SECTION("a conversation begun through one server goes on through the other, on one thread") {
+    const std::string agent = f.agent_held_by(*f.a);
+    const http_reply first = ask(*f.a, "c1", agent, "hello");
+    REQUIRE(first.status == 200);
+    const http_reply second = ask(*f.b, "c1", agent, "again");
+    REQUIRE(second.status == 200);
+    CHECK(second.json().at("answer") == "echo: again");
+    CHECK(second.json().at("conversation_id") == first.json().at("conversation_id"));
+    CHECK(second.json().at("thread_id") == first.json().at("thread_id"));
+    auto t = f.db.store->load(str(first.json().at("thread_id")));
+    REQUIRE(t);
+    std::vector<std::string> texts;
+    std::set<std::string> ids;
+    for (const entry& e : t->entries()) CHECK(ids.insert(std::string(e.id.view())).second);
+    for (const entry* e : t->of_kind(entry_kind::message))
+      if (e->payload.at("role") == "user") texts.emplace_back(e->payload.at("content").as_string());
+    CHECK(texts == std::vector<std::string>{"hello", "again"});
+  }
+  SECTION("an ask through one server reaches the agent the other holds, and its metrics show it") {
+    const std::string agent = f.agent_held_by(*f.b);
+    const http_reply r = ask(*f.a, "c2", agent, "far away");
+    REQUIRE(r.status == 200);
+    CHECK(r.json().at("answer") == "echo: far away");
+    const std::string a = metrics_of(*f.a);
+    CHECK(series(a, "troupe_cluster_asks_total{where=\"remote\"}") >= 1);
+    CHECK(series(a, "troupe_cluster_shards_held") == shards / 2);
+    CHECK(series(a, "troupe_cluster_shard_handovers_total{event=\"acquired\"}") >= shards / 2);
+    CHECK(series(a, "troupe_cluster_heartbeat_rounds_total") >= 1);
+    CHECK(a.find("troupe_cluster_node{node=\"a\"} 1") != std::string::npos);
+    const http_reply local = ask(*f.b, "c3", agent, "near");
+    REQUIRE(local.status == 200);
+    CHECK(series(metrics_of(*f.b), "troupe_cluster_asks_total{where=\"local\"}") >= 1);
+  }
+  SECTION("both are ready") {
+    for (serve::server* s : {f.a.get(), f.b.get()}) {
+      http_client c(s->port());
+      CHECK(c.send(http::verb::get, "/readyz").status == 200);
+    }
+  }
+  SECTION("a turn paused through one server is decided through the other") {
+    http_client c(f.a->port());
+    REQUIRE(c.open_stream("/v1/conversations/web/c4/messages", message_body("clerk", "calc: 2 + 3"), as_user(alice_key))
+                .status == 200);
+    const auto events = c.rest_of_stream();
+    REQUIRE(events.size() == 3);
+    REQUIRE(events[1].name == "approval_request");
+    const std::string conversation = str(events[0].data.at("conversation_id"));
+    http_client other(f.b->port());
+    const http_reply pending =
+        other.send(http::verb::get, "/v1/conversations/" + conversation + "/pending", {}, as_user(alice_key));
+    REQUIRE(pending.status == 200);
+    REQUIRE(pending.json().at("data").as_array().size() == 1);
+    const http_reply decided = other.send(
+        http::verb::post, "/v1/conversations/" + conversation + "/decisions",
+        json::serialize(json::object{{"tool_call_id", events[1].data.at("tool_call_id")}, {"verdict", "approve"}}),
+        as_user(alice_key));
+    REQUIRE(decided.status == 200);
+    CHECK(decided.json().at("answer") == "result: {\"expression\":\"2 + 3\",\"value\":5}");
+  }
+  SECTION("a server that drains leaves the cluster: the other takes every shard and answers for them") {
+    const std::string agent = f.agent_held_by(*f.a);
+    REQUIRE(ask(*f.a, "c5", agent, "before").status == 200);
+    f.a->drain();
+    CHECK(eventually([&] { return f.held(*f.b).size() == shards; }));
+    const http_reply after = ask(*f.b, "c5", agent, "after");
+    REQUIRE(after.status == 200);
+    CHECK(after.json().at("answer") == "echo: after");
+    CHECK(series(metrics_of(*f.b), "troupe_cluster_shard_handovers_total{event=\"acquired\"}") >= shards);
+  }
+}
