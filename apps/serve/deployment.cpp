@@ -110,11 +110,10 @@ deployment::deployment(const serve_config& c, deployment_options o) {
       node_ = std::make_unique<cluster_node>(std::move(n));
     } catch (const config_error&) {
       throw;
-    } catch (const cluster_error& e) {
-      throw config_error("cluster: " + std::string(e.what()));
     } catch (const std::exception& e) {
-      // The transport's: a TLS file it cannot read, a port it cannot listen on.
-      throw config_error("cluster.listen: " + std::string(e.what()));
+      // The membership's (a database it cannot reach, another shard count),
+      // the store's, or the transport's (a TLS file it cannot read, a port it cannot listen on).
+      throw config_error("cluster: " + std::string(e.what()));
     }
     store_.conversations = node_->store();
     if (!store_.threads) store_.threads = node_->store();

@@ -185,3 +185,14 @@ TEST_CASE("serve --cluster: two servers, one cluster") {
     CHECK(series(metrics_of(*f.b), "troupe_cluster_shard_handovers_total{event=\"acquired\"}") >= shards);
   }
 }
+
+TEST_CASE("serve --cluster: an agent's unknown tool is refused at start, naming the field") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  ::setenv("TROUPE_SERVE_TEST_CLUSTER_SECRET", "serve-cluster-test-secret", 1);
+  std::string text = cluster_config_text(db.uri(), "a", {"helper"});
+  const std::string tools = "tools = [\"calculator\"]";
+  text.replace(text.find(tools), tools.size(), "tools = [\"calculator\", \"x\"]");
+  CHECK_THROWS_WITH(serve::server(serve::parse_config(text, "test.toml", "")),
+                    Catch::Contains("agents[0].tools[1]: no tool named \"x\""));
+}

@@ -34,8 +34,9 @@ void write_file(const fs::path& p, const std::string& text) { std::ofstream(p) <
 const std::string key_line = "[[keys]]\nkey = \"sk-process-test-0123456789\"\nuser = \"alice\"\n";
 
 // `troupe serve` with a config it is expected to refuse: its exit status and what it printed.
-std::pair<int, std::string> run_to_exit(const fs::path& config) {
-  const std::string command = std::string(TROUPE_BINARY) + " serve --config " + config.string() + " 2>&1";
+std::pair<int, std::string> run_to_exit(const fs::path& config, const std::string& more_args = "") {
+  const std::string command =
+      std::string(TROUPE_BINARY) + " serve --config " + config.string() + " " + more_args + " 2>&1";
   std::FILE* p = ::popen(command.c_str(), "r");
   REQUIRE(p);
   std::string out;
@@ -112,6 +113,25 @@ TEST_CASE("troupe serve: an agent's unknown tool is refused at start (exit 2), n
   const auto [status, out] = run_to_exit(dir / "tools.toml");
   CHECK(status == 2);
   CHECK_THAT(out, Catch::Contains("agents[0].tools[1]: no tool named \"x\""));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("troupe serve --cluster: a database that is not PostgreSQL, or cannot be reached, is refused (exit 2)") {
+  const fs::path dir = scratch_dir();
+  write_file(dir / "hi.json", "[{\"text\": \"hi\"}]");
+  write_file(dir / "node.toml", "[[agents]]\nid = \"a\"\nprovider = \"scripted\"\nscript = \"hi.json\"\n" + key_line);
+  ::setenv("TROUPE_CLUSTER_SECRET", "process-test-cluster-secret", 1);
+  SECTION("not PostgreSQL: the field is named") {
+    const auto [status, out] = run_to_exit(dir / "node.toml", "--cluster sqlite:/tmp/x.db");
+    CHECK(status == 2);
+    CHECK_THAT(out, Catch::Contains("cluster.database: must be a PostgreSQL URI"));
+  }
+  SECTION("a server that does not answer: the cluster's error") {
+    const auto [status, out] = run_to_exit(dir / "node.toml", "--cluster postgres://troupe@127.0.0.1:1/none");
+    CHECK(status == 2);
+    CHECK_THAT(out, Catch::Contains("refused: cluster: "));
+  }
+  ::unsetenv("TROUPE_CLUSTER_SECRET");
   fs::remove_all(dir);
 }
 
