@@ -11,13 +11,12 @@
 
 #include "runtime/store/open_store.hpp"
 
-#include <chrono>
-#include <optional>
-
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -148,6 +148,27 @@ TEST_CASE("serve --cluster: two servers, one cluster") {
     REQUIRE(local.status == 200);
     CHECK(series(metrics_of(*f.b), "troupe_cluster_asks_total{where=\"local\"}") >= 1);
   }
+  SECTION("a turn streamed through one server is told again through the other, under the same event ids") {
+    http_client c(f.a->port());
+    REQUIRE(c.open_stream("/v1/conversations/web/c6/messages", message_body(f.agent_held_by(*f.b), "tell me"),
+                          as_user(alice_key))
+                .status == 200);
+    const auto events = c.rest_of_stream();
+    REQUIRE(events.size() >= 3);
+    const std::string conversation = str(events[0].data.at("conversation_id"));
+    http_client other(f.b->port());
+    REQUIRE(other
+                .open_stream("/v1/conversations/" + conversation + "/events?after=0", "", as_user(alice_key),
+                             http::verb::get)
+                .status == 200);
+    const auto again = other.rest_of_stream();
+    REQUIRE(again.size() == events.size());
+    for (std::size_t i = 0; i < again.size(); ++i) {
+      CHECK(again[i].name == events[i].name);
+      CHECK(again[i].id == events[i].id);
+    }
+    CHECK(again.back().data.at("answer") == "echo: tell me");
+  }
   SECTION("both are ready") {
     for (serve::server* s : {f.a.get(), f.b.get()}) {
       http_client c(s->port());
