@@ -1,9 +1,9 @@
 #pragma once
 // What `troupe serve --config FILE` reads: the listen address, the store, the
-// limits, the agents and the API keys. Parsing checks everything a server
-// needs before it starts, so a bad file is refused with the field named
-// (agents[1].double_texting, keys[0].key_env, …) instead of failing on the
-// first request.
+// limits, the agents, the API keys and, for a cluster node, [cluster].
+// Parsing checks everything a server needs before it starts, so a bad file is
+// refused with the field named (agents[1].double_texting, keys[0].key_env, …)
+// instead of failing on the first request.
 
 #include "apps/model_options.hpp"
 
