@@ -4,6 +4,7 @@
 
 #include "apps/serve/route_context.hpp"
 #include "apps/serve/thread_replay.hpp"
+#include "apps/serve/turn_follower.hpp"
 #include "apps/serve/turn_json.hpp"
 
 #include <charconv>
@@ -88,12 +89,15 @@ void post_message(route_context& ctx, const std::shared_ptr<exchange>& ex) {
   if (!idem.empty() && !ctx.turns.by_request(ids.request_id)) {
     if (auto r = stored_turn(ctx.agents.store(), conv->id, ids)) {
       if (reused(r->content)) return;
+      // Started and never ended: its process died under it (a crash, a
+      // cluster node lost). The retry continues it from where its thread
+      // stands, without committing the message again.
       if (!r->result)
-        return ex->respond(error_response(http::status::conflict, "turn_incomplete",
-                                          "the turn of this Idempotency-Key started but did not end"));
+        ids.continues = true;
       // A turn cut by a shutdown was never answered (its client was told
       // 503, retryable): the retry runs it, under the same request id.
-      if (!cut_by_shutdown(*r->result)) return serve_replay(ex, *r, ids, 0, as_stream);
+      else if (!cut_by_shutdown(*r->result))
+        return serve_replay(ex, *r, ids, 0, as_stream);
     }
   }
 
@@ -154,8 +158,25 @@ void reconnect(route_context& ctx, const std::shared_ptr<exchange>& ex) {
     return serve_turn(ex, t, after, true, a && a->config.cancel_on_disconnect);
   }
   turn_ids ids{request_id, conv->id, conv->thread_id, {}, ex->user(), {}, {}};
-  if (auto r = stored_turn(ctx.agents.store(), conv->id, ids); r && r->result)
-    return serve_replay(ex, *r, ids, after, true);
+  auto stored = stored_turn(ctx.agents.store(), conv->id, ids);
+  if (stored && stored->result) return serve_replay(ex, *stored, ids, after, true);
+  // Unended in the thread, unknown here: in a cluster another node runs it
+  // (or ran it, and may have died), and its entries reach this node through
+  // the store they share.
+  if (stored && ctx.agents.node()) {
+    const auto bound = string_field(conv->metadata, "agent");
+    const deployed_agent* a = bound ? ctx.agents.find(std::string(*bound)) : nullptr;
+    if (a) {
+      ids.agent_id = a->config.id;
+      // Past the agent's deadline, and the time a lost node's shard takes
+      // to move, the request is no longer running anywhere.
+      follow_options o;
+      o.give_up = std::chrono::steady_clock::now() + a->config.request_deadline +
+                  2 * ctx.config.cluster.dead_after;
+      return serve_turn(ex, follow_stored_turn(ctx.workers, ctx.agents.store(), conv->id, ids, *stored, o), after,
+                        true, false);
+    }
+  }
   ex->respond(
       error_response(http::status::not_found, "not_found", "no turn of conversation " + conv->id + " to replay"));
 }

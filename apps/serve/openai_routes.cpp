@@ -194,13 +194,12 @@ void post_chat_completion(route_context& ctx, const std::shared_ptr<exchange>& e
       // Not in memory (the server restarted, or the turn is long over): read back from the thread.
       if (!ctx.turns.by_request(ids.request_id))
         if (auto r = stored_turn(ctx.agents.store(), ids.conversation_id, ids)) {
+          // Started and never ended (its process died under it): continued,
+          // as the conversations route does.
           if (!r->result)
-            return ex->respond(openai_response({409,
-                                                "conflict_error",
-                                                "the turn of this Idempotency-Key started but did not end",
-                                                {},
-                                                "turn_incomplete"}));
-          return answer_again(ex, finished_turn(*r, ids), ids.content, req, a->config.cancel_on_disconnect);
+            ids.continues = true;
+          else
+            return answer_again(ex, finished_turn(*r, ids), ids.content, req, a->config.cancel_on_disconnect);
         }
     }
   }

@@ -40,6 +40,9 @@ struct turn_ids {
   query_overrides overrides{};   // system prompt and sampling for this turn (the OpenAI endpoint's)
   std::string traceparent{};     // the caller's W3C trace context: the turn's spans continue its trace
   std::int64_t asked_at_ms = 0;  // wall clock; an OpenAI answer's `created` (a repeat's too)
+  // The thread holds this request, unended (a retried Idempotency-Key whose
+  // process died under it): it is asked as a retry (ask_options::retry).
+  bool continues = false;
 };
 
 class turn {

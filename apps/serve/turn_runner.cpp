@@ -63,6 +63,11 @@ void run_turn(turn_context& ctx, const std::shared_ptr<turn>& t, const deployed_
   o.overrides = t->ids().overrides;
   o.traceparent = t->ids().traceparent;
   o.deadline = a.config.request_deadline;
+  o.retry = t->ids().continues;
+  // On a cluster the turn belongs to its conversation, not to the node that
+  // took its HTTP request: it goes on if that node is lost (unless the
+  // agent cancels turns whose client goes away).
+  o.outlives_caller = !a.config.cancel_on_disconnect;
   // The agent's events come one at a time, the last (request_finished) after every other.
   auto ids = std::make_shared<live_event_ids>();
   o.on_event = [&ctx, t, &a, ids](const stream_event& e) {

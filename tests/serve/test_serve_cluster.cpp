@@ -169,6 +169,33 @@ TEST_CASE("serve --cluster: two servers, one cluster") {
     }
     CHECK(again.back().data.at("answer") == "echo: tell me");
   }
+  SECTION("a turn still running through one server is followed through the other until it ends") {
+    http_client live(f.a->port());
+    REQUIRE(live.open_stream("/v1/conversations/web/c7/messages", message_body(f.agent_held_by(*f.b), "hold-far"),
+                             as_user(alice_key))
+                .status == 200);
+    const auto opened = live.next_event();
+    REQUIRE(opened);
+    const std::string conversation = str(opened->data.at("conversation_id"));
+    REQUIRE(f.model->wait_held("hold-far"));  // its question is committed: the model is asked after
+    http_client other(f.b->port());
+    REQUIRE(other
+                .open_stream("/v1/conversations/" + conversation + "/events?after=0", "", as_user(alice_key),
+                             http::verb::get)
+                .status == 200);
+    const auto first = other.next_event();
+    REQUIRE(first);
+    CHECK(first->name == "conversation");
+    REQUIRE(f.model->release("hold-far"));
+    const auto rest = other.rest_of_stream();
+    REQUIRE_FALSE(rest.empty());
+    CHECK(rest.back().name == "message.completed");
+    CHECK(rest.back().data.at("answer") == "done: hold-far");
+    const auto live_rest = live.rest_of_stream();
+    REQUIRE_FALSE(live_rest.empty());
+    // The same last event, under the same id, through either server.
+    CHECK(live_rest.back().id == rest.back().id);
+  }
   SECTION("both are ready") {
     for (serve::server* s : {f.a.get(), f.b.get()}) {
       http_client c(s->port());

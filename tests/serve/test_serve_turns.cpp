@@ -43,10 +43,13 @@ struct open_turn {
   }
 };
 
-// The store as it is, counting the whole-thread loads of each thread.
+// The store as it is, counting the whole-thread loads of each thread; and,
+// once told to, refusing every commit, as a process that died would write
+// nothing more.
 class load_counting_store final : public thread_store {
  public:
   explicit load_counting_store(std::shared_ptr<thread_store> inner) : inner_(std::move(inner)) {}
+  std::atomic<bool> refuse_commits{false};
   std::size_t loads_of(const std::string& thread_id) {
     std::lock_guard lock(mutex_);
     return loads_[thread_id];
@@ -70,13 +73,16 @@ class load_counting_store final : public thread_store {
   }
   commit_path path() const override { return inner_->path(); }
   stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override {
+    if (refuse_commits) return gone();
     return inner_->append(t, expected_rev);
   }
   stored<std::uint64_t> append_fenced(const thread_view& t, std::uint64_t expected_rev,
                                       const thread_lease& fence) override {
+    if (refuse_commits) return gone();
     return inner_->append_fenced(t, expected_rev, fence);
   }
   void append_queued(thread_view t, std::uint64_t expected_rev, const thread_lease* fence, append_done done) override {
+    if (refuse_commits) return done(gone());
     inner_->append_queued(std::move(t), expected_rev, fence, std::move(done));
   }
   void set_queue_deadline(std::chrono::milliseconds d) override { inner_->set_queue_deadline(d); }
@@ -100,6 +106,8 @@ class load_counting_store final : public thread_store {
   bool remove(const std::string& thread_id) override { return inner_->remove(thread_id); }
 
  private:
+  static store_error gone() { return store_error{"io", "the process is gone"}; }
+
   std::shared_ptr<thread_store> inner_;
   std::mutex mutex_;
   std::map<std::string, std::size_t> loads_;
@@ -240,6 +248,50 @@ TEST_CASE("serve: a retry after a restart finds its turn without loading the thr
   CHECK(f.model->calls() == 0);
   f.server->drain();
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);
+}
+
+// A turn whose process died after its message was committed: the thread
+// holds the message and nothing after it. Its Idempotency-Key's repeat
+// continues it (the model asked once more), without the message twice.
+TEST_CASE("serve: a keyed turn that never ended is continued by its repeat") {
+  sqlite_file db("troupe-serve-continue");
+  const std::string store = "sqlite:" + db.path.string();
+  const auto with_key = as_user(alice_key, {{"Idempotency-Key", "died-under-it"}});
+  {
+    std::shared_ptr<load_counting_store> dying;
+    serve_fixture f(store, "", "", [&](std::shared_ptr<thread_store> s) -> std::shared_ptr<thread_store> {
+      dying = std::make_shared<load_counting_store>(std::move(s));
+      return dying;
+    });
+    http_client live = f.client();
+    live.open_stream(chat("c1"), message_body("helper", "hold-died"), with_key);
+    REQUIRE(live.next_event()->name == "conversation");
+    REQUIRE(f.model->wait_held("hold-died"));  // the message is committed by now
+    dying->refuse_commits = true;
+    REQUIRE(f.model->release("hold-died"));
+    const auto ended = live.rest_of_stream();
+    REQUIRE_FALSE(ended.empty());
+    REQUIRE(ended.back().name == "error");
+    f.server->drain();
+  }
+  serve_fixture f(store);
+  http_client again = f.client();
+  again.open_stream(chat("c1"), message_body("helper", "hold-died"), with_key);
+  REQUIRE(f.model->wait_held("hold-died"));
+  REQUIRE(f.model->release("hold-died"));
+  const auto events = again.rest_of_stream();
+  REQUIRE_FALSE(events.empty());
+  CHECK(events.back().name == "message.completed");
+  CHECK(events.back().data.at("answer") == "done: hold-died");
+  const auto conv = f.server->agents().store().conversations->get_or_create_conversation({"alice", "web", "c1"});
+  REQUIRE(conv);
+  auto thread = f.server->agents().store().threads->load(conv->thread_id);
+  REQUIRE(thread.has_value());
+  std::size_t questions = 0;
+  for (const entry& e : thread->entries())
+    if (const auto* m = e.payload.get_if<message_payload>(); m && m->role == "user") ++questions;
+  CHECK(questions == 1);
+  f.server->drain();
 }
 
 TEST_CASE("serve: a second message while a turn runs") {

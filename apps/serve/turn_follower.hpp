@@ -1,0 +1,35 @@
+#pragma once
+// A turn that another node of a cluster runs (or ran, and died running),
+// followed through the store the nodes share: a client that reconnects to
+// any node gets the turn's events as its thread records them, entry by
+// entry (the other node's streamed deltas never reach this one: each
+// assistant message comes whole, as a replay tells it), under the ids they
+// had live (event_position.hpp), read again every `poll` until the turn's
+// end is committed. Past `give_up` without an end, the turn ends with
+// turn_incomplete: the request died with its node and nothing continues
+// it until its message is sent again with its Idempotency-Key.
+
+#include "apps/serve/thread_replay.hpp"
+#include "apps/serve/turn.hpp"
+
+#include "runtime/store/open_store.hpp"
+
+#include <boost/asio/thread_pool.hpp>
+
+#include <chrono>
+#include <memory>
+
+namespace troupe::serve {
+
+struct follow_options {
+  std::chrono::milliseconds poll{200};
+  std::chrono::steady_clock::time_point give_up;
+};
+
+// `so_far` is the turn as the store held it when the reconnect came (not
+// ended). The store must outlive the workers' last run of the poll.
+std::shared_ptr<turn> follow_stored_turn(boost::asio::thread_pool& workers, const store_handle& store,
+                                         const std::string& conversation_id, turn_ids ids,
+                                         const replayed_turn& so_far, follow_options options);
+
+}  // namespace troupe::serve
