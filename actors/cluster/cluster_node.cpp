@@ -324,6 +324,21 @@ struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
         if (!std::holds_alternative<request_finished_event>(e)) r->s->notify(e);
       };
     const bool remote = where->node_id != node_id;
+    if (remote && std::this_thread::get_id() != worker.get_id()) {
+      // Sent from the node's own thread: the transport's link to a peer is
+      // spawned by the first ask to it, on the asking thread, and CAF then
+      // holds the transport's end for that thread (for good when it is one
+      // of the runtime's actor threads, which end after the transport, as
+      // an agent tool's calls are). The node's thread ends before it.
+      post({}, [weak = weak_from_this(), r, agent_id](bool run) {
+        auto self = weak.lock();
+        if (run && self)
+          self->attempt(r, agent_id);
+        else
+          r->finish(failed(r->s->id, error_type::shutdown, "the node is closed"));
+      });
+      return;
+    }
     o.on_reply = [weak = weak_from_this(), r, agent_id, shard, remote, holder = *where](const reply& end) {
       auto self = weak.lock();
       const auto* error = std::get_if<error_info>(&end.outcome);
@@ -469,17 +484,9 @@ cluster_route_counters cluster_node::route_counters() const {
 
 namespace {
 
-// Where a routed request's first attempt starts: on the caller's thread, or
-// on the node's own. A CAF thread of the runtime (an agent tool's call)
-// must not be the first to reach a peer: the transport's link to it would
-// be spawned there, and CAF ties a thread that spawns an actor to that
-// actor system, whose end then waits for the thread (the runtime's, which
-// ends after the transport). The node's thread ends before the transport.
-enum class start_on { caller, node_thread };
-
 // Routes `what` to agent_id's holder, over as many attempts as it takes.
 request route(const std::shared_ptr<cluster_agent::impl>& node, const std::string& agent_id,
-              std::variant<std::string, decision> what, std::string request_id, ask_options options, start_on where) {
+              std::variant<std::string, decision> what, std::string request_id, ask_options options) {
   auto r = std::make_shared<routed_ask>();
   r->s = std::make_shared<request::state>();
   r->s->id = std::move(request_id);
@@ -511,43 +518,33 @@ request route(const std::shared_ptr<cluster_agent::impl>& node, const std::strin
     r->finish(failed(r->s->id, error_type::not_found, "no agent " + agent_id + " in this cluster"));
     return handle;
   }
-  if (where == start_on::caller) {
-    node->attempt(r, agent_id);
-    return handle;
-  }
-  node->post({}, [weak = std::weak_ptr<cluster_agent::impl>(node), r, agent_id](bool run) {
-    auto node = weak.lock();
-    if (run && node)
-      node->attempt(r, agent_id);
-    else
-      r->finish(failed(r->s->id, error_type::shutdown, "the node is closed"));
-  });
+  node->attempt(r, agent_id);
   return handle;
 }
 
 request ask_through(const std::shared_ptr<cluster_agent::impl>& node, const std::string& agent_id, std::string question,
-                    ask_options options, start_on where) {
+                    ask_options options) {
   thread_local random_ids request_ids;
   std::string id = options.request_id.empty() ? request_ids.next("req") : options.request_id;
-  return route(node, agent_id, std::move(question), std::move(id), std::move(options), where);
+  return route(node, agent_id, std::move(question), std::move(id), std::move(options));
 }
 
 request decide_through(const std::shared_ptr<cluster_agent::impl>& node, const std::string& agent_id, decision d,
-                       ask_options options, start_on where) {
+                       ask_options options) {
   thread_local random_ids keys;
   if (d.idempotency_key.empty()) d.idempotency_key = keys.next("key");
   std::string id = d.request_id;
-  return route(node, agent_id, std::move(d), std::move(id), std::move(options), where);
+  return route(node, agent_id, std::move(d), std::move(id), std::move(options));
 }
 
 }  // namespace
 
 request cluster_agent::ask(std::string question, ask_options options) const {
-  return ask_through(node_, id_, std::move(question), std::move(options), start_on::caller);
+  return ask_through(node_, id_, std::move(question), std::move(options));
 }
 
 request cluster_agent::decide(decision d, ask_options options) const {
-  return decide_through(node_, id_, std::move(d), std::move(options), start_on::caller);
+  return decide_through(node_, id_, std::move(d), std::move(options));
 }
 
 std::optional<thread_view> cluster_agent::snapshot(const std::string& thread_id,
@@ -569,8 +566,7 @@ std::shared_ptr<postgres_store> cluster_node::store() const { return impl_->stor
 
 void cluster_node::add_agent_tool(std::string tool_name, std::string agent_id, std::string description,
                                   std::chrono::milliseconds timeout) {
-  // Weak: the runtime, which holds the tool, is the node's. The tool's
-  // calls come on the runtime's threads: their requests start on the node's.
+  // Weak: the runtime, which holds the tool, is the node's.
   auto reach = [weak = std::weak_ptr<cluster_agent::impl>(impl_)] {
     auto node = weak.lock();
     if (!node || node->closing) throw tool_failure(error_type::shutdown, "the node is closed");
@@ -579,7 +575,7 @@ void cluster_node::add_agent_tool(std::string tool_name, std::string agent_id, s
   impl_->rt->tools().add(detail::agent_tool(
       std::move(tool_name), agent_id, std::move(description), timeout,
       [reach, agent_id](std::string question, ask_options o) {
-        return ask_through(reach(), agent_id, std::move(question), std::move(o), start_on::node_thread);
+        return ask_through(reach(), agent_id, std::move(question), std::move(o));
       },
       [reach](const std::string& agent_id, const std::string& thread_id, decision d,
               std::function<void(const reply&)> answered) {
@@ -593,7 +589,7 @@ void cluster_node::add_agent_tool(std::string tool_name, std::string agent_id, s
         ask_options o;
         o.thread_id = thread_id;
         o.on_reply = std::move(answered);
-        decide_through(node, agent_id, std::move(d), std::move(o), start_on::node_thread);
+        decide_through(node, agent_id, std::move(d), std::move(o));
       }));
 }
 

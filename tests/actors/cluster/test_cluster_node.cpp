@@ -536,6 +536,29 @@ TEST_CASE(
   CHECK(decisions == 1);
 }
 
+TEST_CASE("a program's thread that first reached a peer through the node does not keep the node from closing") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  std::atomic<int> sends_a{0}, sends_b{0};
+  auto a = std::make_unique<cluster_node>(in_process(db.uri(), "a-node", sends_a));
+  cluster_node b(in_process(db.uri(), "b-node", sends_b));
+  const std::string far = agent_held_by(db.uri(), b, {4, 4});
+  // The thread's ask is the node's first to b: the link to b is made on it.
+  gate asked, closed;
+  std::thread caller([&] {
+    CHECK(must_reply(a->agent(far).ask("mail bob")).paused());
+    asked.open();
+    closed.wait();  // alive while the node closes, as a server's threads are
+  });
+  REQUIRE(asked.wait());
+  const auto closing = std::chrono::steady_clock::now();
+  a.reset();
+  // Not held for the transport's patience (10 s) waiting for the thread.
+  CHECK(std::chrono::steady_clock::now() - closing < 5s);
+  closed.open();
+  caller.join();
+}
+
 TEST_CASE("a decision the agent's holder refuses ends with that refusal at once, not looked for again") {
   postgres_backend db;
   REQUIRE_BACKEND(db);
@@ -580,7 +603,7 @@ TEST_CASE("a snapshot through any node is the thread as committed where the agen
   CHECK(!a.agent("nobody").snapshot({}, 10s));
 }
 
-TEST_CASE("an agent of the cluster is running once a live node holds its shard; an unknown one never is") {
+TEST_CASE("an agent of the cluster is running once a live node holds its shard, an unknown one never is") {
   postgres_backend db;
   REQUIRE_BACKEND(db);
   two_nodes n(db.uri());
@@ -590,7 +613,7 @@ TEST_CASE("an agent of the cluster is running once a live node holds its shard; 
   CHECK(!a.agent("nobody").running());
 }
 
-TEST_CASE("prepare runs before the node joins; what it throws ends the constructor") {
+TEST_CASE("prepare runs before the node joins, and what it throws ends the constructor") {
   postgres_backend db;
   REQUIRE_BACKEND(db);
   std::atomic<int> sends{0};
