@@ -92,15 +92,21 @@ void handle_stop(agent_self self) {
 }
 
 // From now on asks and decisions are refused; the agent stops once it runs
-// none (agent_dispatch checks after every message).
-void handle_drain(agent_self self) { self->state.draining = true; }
+// none: now, or when its last request ends (which sends it drain again).
+void handle_drain(agent_self self) {
+  self->state.draining = true;
+  if (agent_logic(self).drained()) handle_stop(self);
+}
 
-caf::result<caf::message> dispatch_message(agent_self self, caf::message_view& view) {
+// Every message an agent is sent comes here, as CAF's default handler: the
+// agent's behaviour is one object shared by every agent, and handles
+// nothing (detail/dispatched_behavior.hpp says why).
+caf::result<caf::message> agent_dispatch(caf::scheduled_actor* actor, caf::message_view& view) {
   // A typed behaviour would not compile without a handler for each message
   // of the interface; the switch below has no such check.
   static_assert(caf::detail::tl_size<agent_actor::signatures>::value == 12,
                 "agent_actor's interface changed: give agent_dispatch a case for each of its messages");
-  auto* actor = static_cast<caf::scheduled_actor*>(self);
+  auto self = static_cast<agent_self>(actor);
   const caf::type_erased_tuple& xs = view.content();
   if (!xs.empty() && xs.match_element<caf::atom_value>(0)) {
     switch (static_cast<std::uint64_t>(xs.get_as<caf::atom_value>(0))) {
@@ -131,17 +137,6 @@ caf::result<caf::message> dispatch_message(agent_self self, caf::message_view& v
   }
   // Not of the interface: dropped with an error to the sender, as CAF does by default.
   return caf::print_and_drop(actor, view);
-}
-
-// Every message an agent is sent comes here, as CAF's default handler: the
-// agent's behaviour is one object shared by every agent, and handles
-// nothing (detail/dispatched_behavior.hpp says why).
-caf::result<caf::message> agent_dispatch(caf::scheduled_actor* actor, caf::message_view& view) {
-  auto self = static_cast<agent_self>(actor);
-  auto answer = dispatch_message(self, view);
-  // Any message may end a draining agent's last request.
-  if (self->state.draining && agent_logic(self).drained()) handle_stop(self);
-  return answer;
 }
 
 agent_actor::behavior_type agent_behavior(agent_self self, agent_launch launch, std::shared_ptr<runtime_context> ctx) {

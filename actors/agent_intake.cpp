@@ -13,6 +13,17 @@
 
 namespace troupe::detail {
 
+namespace {
+
+// A draining agent whose last request just ended is told to drain again:
+// as a message, so that it stops after what it is doing now, and only if
+// it still runs nothing then (agent_actor.cpp, handle_drain).
+void recheck_drain(const agent_state& st, const agent_actor& self) {
+  if (st.draining && !st.stopping && !st.thread_of) caf::anon_send(self, drain_atom::value);
+}
+
+}  // namespace
+
 caf::result<reply> agent_logic::on_ask(query q, event_sink_actor events) {
   if (q.thread_id.empty()) q.thread_id = default_thread_id();
   if (st_.draining) return refused(q.request_id, error_type::agent_stopped, draining_refusal());
@@ -138,6 +149,7 @@ void agent_logic::on_cancel(const std::string& request_id, const std::string& re
   if (auto queued = slot.asks.remove(request_id)) {
     forget_request(where);
     queued->from.answer.deliver(refused(request_id, error_type::cancelled, reason));
+    recheck_drain(st_, handle());
   }
 }
 
@@ -179,6 +191,7 @@ void agent_logic::finish(thread_slot& slot, reply r) {
   slot.trace.reset();
   st_.threads.touch(thread_id, steady_ms());
   if (auto next = slot.asks.take_next()) start(slot, std::move(next->q), std::move(next->from));
+  recheck_drain(st_, handle());
 }
 
 // Ends the running ask and every queued one with an error, and forgets
@@ -192,6 +205,7 @@ void agent_logic::fail_every_ask(thread_slot& slot, const char* type, const std:
     slot.running.reset();
   }
   fail_queued_asks(slot, type, message);
+  recheck_drain(st_, handle());
 }
 
 // Answers every ask still waiting in the thread's queue with an error.
@@ -339,6 +353,7 @@ void agent_logic::answer_decision(thread_slot& slot, decision_answer x) {
   event_sink_actor events = std::move(it->events);
   all.erase(it);
   if (st_.snapshots->empty()) st_.snapshots.reset();
+  recheck_drain(st_, handle());
   if (x.error) return answer.deliver(refused(x.request_id, x.error->type.c_str(), x.error->message));
   if (x.ended) return answer.deliver(std::move(*x.ended));
   const react_state& state = slot.conversation.state();

@@ -148,7 +148,7 @@ TEST_CASE("a drained agent finishes the requests it runs and holds queued, refus
   request queued = a.ask("and then", {.thread_id = "t"});
   REQUIRE(stats_become(rt, "a", [](const agent_stats& s) { return s.running_requests == 2; }));
   drain_report report;
-  a.drain(patience, report.callback());
+  a.drain(std::chrono::hours(1), report.callback());  // it stops as the requests end, not at its patience
   REQUIRE(stats_become(rt, "a", [](const agent_stats& s) { return s.draining; }));
 
   // Refused before the model or the store sees it: its caller may ask
@@ -190,7 +190,7 @@ TEST_CASE("an idle agent drained stops at once, and draining an agent that is no
   runtime rt({.provider = std::make_shared<gate_provider>()});
   agent a = rt.spawn_agent({.id = "a", .model = "m"});
   drain_report idle, again;
-  a.drain(patience, idle.callback());
+  a.drain(std::chrono::hours(1), idle.callback());
   REQUIRE(idle.called.wait());
   CHECK(idle.stopped);
   CHECK(!a.running());
