@@ -5,7 +5,12 @@
 # model), and nginx (installed if missing) spreads requests over the nodes
 # with no affinity. A few conversations go through nginx, each message to
 # whichever node nginx picks; then the cluster's status and each node's
-# routed asks are shown, and every node leaves on SIGTERM.
+# routed asks are shown. Then the node that holds the agent's shard is
+# killed with SIGKILL, and the conversations go on through nginx: the
+# survivors take the shard once the dead node's heartbeat is dead_after old,
+# and a message nginx had sent to the dead node is sent again to another with
+# its Idempotency-Key, so no turn runs twice. The survivors leave on SIGTERM.
+# It exits non-zero if any message is not answered (ctest runs it).
 #
 #   bash scripts/cluster-demo.sh          # builds troupe if needed
 #   KEEP=1 bash scripts/cluster-demo.sh   # leaves everything running until Enter
@@ -14,15 +19,19 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 
 if [ -z "${TROUPE_TEST_POSTGRES:-}" ]; then
-  bash scripts/install-deps.sh nginx postgresql
+  bash scripts/install-deps.sh nginx postgresql curl python3
   bash scripts/build.sh --target troupe
   exec bash scripts/with-postgres.sh bash "$0" "$@"
 fi
-database="$TROUPE_TEST_POSTGRES"
-troupe="$root/${TROUPE_BUILD_DIR:-build}/apps/troupe"
+# A database of its own on the server (which the test suite shares).
+demo_db="troupe_cluster_demo_$$"
+psql -q "$TROUPE_TEST_POSTGRES" -c "CREATE DATABASE $demo_db" >/dev/null
+database="${TROUPE_TEST_POSTGRES%/*}/$demo_db"
+troupe="${TROUPE_BINARY:-$root/${TROUPE_BUILD_DIR:-build}/apps/troupe}"
 [ -x "$troupe" ] || { echo "cluster-demo: no $troupe (run scripts/build.sh --target troupe)" >&2; exit 1; }
 nginx=$(command -v nginx || echo /usr/sbin/nginx)
-[ -x "$nginx" ] || { echo "cluster-demo: nginx is not installed" >&2; exit 1; }
+# 77: what ctest takes for "skipped".
+[ -x "$nginx" ] || { echo "cluster-demo: nginx is not installed" >&2; exit 77; }
 
 dir=$(mktemp -d /tmp/troupe-cluster-demo.XXXXXX)
 pids=()
@@ -33,6 +42,7 @@ stop() {
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   if [ -n "$nginx_pid" ]; then kill -QUIT "$nginx_pid" 2>/dev/null && wait "$nginx_pid" 2>/dev/null || true; fi
   rm -rf "$dir"
+  psql -q "$TROUPE_TEST_POSTGRES" -c "DROP DATABASE IF EXISTS $demo_db WITH (FORCE)" >/dev/null 2>&1 || true
 }
 trap stop EXIT
 
@@ -102,6 +112,9 @@ mkdir -p "$dir/nginx"
   echo "    location / {"
   echo "      proxy_pass http://troupe; proxy_http_version 1.1; proxy_set_header Connection \"\";"
   echo "      proxy_buffering off; proxy_read_timeout 300s;"
+  # A node that is gone: the request goes to the next one, even a POST
+  # (every message here carries an Idempotency-Key, so a retry runs no turn twice).
+  echo "      proxy_next_upstream error timeout http_502 non_idempotent;"
   echo "    }"
   echo "  }"
   echo "}"
@@ -114,15 +127,18 @@ for _ in $(seq 1 50); do
 done
 echo "cluster-demo: nginx on http://127.0.0.1:$lb_port"
 
+# A message through whichever node nginx picks; its answer printed.
+say() {  # $1: chat, $2: turn
+  curl -fsS --max-time 60 -H "Authorization: Bearer $alice" -H "Idempotency-Key: chat-$1-turn-$2" \
+       -d '{"agent":"calculator","content":"What is 12.5 * 8 + 3?"}' \
+       "http://127.0.0.1:$lb_port/v1/conversations/web/chat-$1/messages" |
+    python3 -c 'import json,sys; r=json.load(sys.stdin); print(sys.argv[1], repr(r["answer"]), "thread", r["thread_id"])' \
+      "chat-$1 turn $2:"
+}
+
 # Two messages in each of four conversations, each through whichever node nginx picks.
 for chat in 1 2 3 4; do
-  for turn in 1 2; do
-    curl -fsS -H "Authorization: Bearer $alice" \
-         -d '{"agent":"calculator","content":"What is 12.5 * 8 + 3?"}' \
-         "http://127.0.0.1:$lb_port/v1/conversations/web/chat-$chat/messages" |
-      python3 -c 'import json,sys; r=json.load(sys.stdin); print(sys.argv[1], repr(r["answer"]), "thread", r["thread_id"])' \
-        "chat-$chat turn $turn:"
-  done
+  for turn in 1 2; do say "$chat" "$turn"; done
 done
 echo "cluster-demo: one streamed through nginx:"
 curl -fsSN -H "Authorization: Bearer $alice" -H 'Accept: text/event-stream' \
@@ -138,6 +154,23 @@ for n in 1 2 3; do
   curl -fsS -H "Authorization: Bearer $metrics_key" "http://127.0.0.1:${http_ports[$((n - 1))]}/metrics" |
     grep -E '^troupe_cluster_(shards_held|asks_total)' | sed 's/^/  /'
 done
+
+# The node holding the agent's shard (shard_of: FNV-1a of the id, modulo
+# the shard count) dies; the conversations go on through the survivors.
+holder=$("$troupe" cluster status --cluster "$database" --json | python3 -c '
+import json, sys
+status = json.load(sys.stdin)
+h = 14695981039346656037
+for byte in b"calculator":
+    h = ((h ^ byte) * 1099511628211) % 2**64
+print(next(s["holder"] for s in status["shard_table"] if s["shard"] == h % status["shards"]))')
+victim=${holder#node-}
+echo "cluster-demo: SIGKILL to $holder, which holds the calculator's shard"
+kill -KILL "${pids[$((victim - 1))]}"
+wait "${pids[$((victim - 1))]}" 2>/dev/null || true
+unset "pids[$((victim - 1))]"
+for chat in 1 2 3 4; do say "$chat" 3; done
+"$troupe" cluster status --cluster "$database"
 
 if [ -n "${KEEP:-}" ]; then
   echo "cluster-demo: running; nginx on http://127.0.0.1:$lb_port. Enter stops it."

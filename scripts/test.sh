@@ -6,7 +6,8 @@
 # tests/mcp/package-lock.json, the serve tests' node packages (the openai
 # client, and playwright-core, which drives Debian's chromium for the web
 # chat page's test) by tests/serve/js/package-lock.json (npm ci; Debian's
-# nodejs and npm if missing).
+# nodejs and npm if missing). nginx is the load balancer of the cluster
+# example (scripts/cluster-demo.sh), which a ctest runs.
 #
 # Beside the gcc build, the fuzz targets are built with clang, libFuzzer,
 # ASan and UBSan into build-fuzz/ (scripts/fuzz.sh --build-only: a clang
@@ -37,7 +38,7 @@ else
   [[ "$fuzz_dir" = /* ]] || fuzz_dir="$root/$fuzz_dir"
   export TROUPE_CMAKE_ARGS="${TROUPE_CMAKE_ARGS:-} -DTROUPE_FUZZ_RUN_DIR=$fuzz_dir"
 fi
-bash scripts/install-deps.sh postgresql chromium clang-format
+bash scripts/install-deps.sh postgresql chromium clang-format nginx curl python3
 command -v node >/dev/null && command -v npm >/dev/null || bash scripts/install-deps.sh nodejs npm
 npm ci --prefix tests/mcp --no-audit --no-fund
 npm ci --prefix tests/serve/js --no-audit --no-fund

@@ -67,8 +67,8 @@ struct follower : std::enable_shared_from_this<follower> {
 }  // namespace
 
 std::shared_ptr<turn> follow_stored_turn(boost::asio::thread_pool& workers, const store_handle& store,
-                                         const std::string& conversation_id, turn_ids ids,
-                                         const replayed_turn& so_far, follow_options options) {
+                                         const std::string& conversation_id, turn_ids ids, const replayed_turn& so_far,
+                                         follow_options options) {
   ids.content = so_far.content;
   auto f = std::make_shared<follower>(workers, store, conversation_id, ids, options);
   f->t = std::make_shared<turn>(std::move(ids));

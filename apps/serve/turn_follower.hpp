@@ -29,7 +29,7 @@ struct follow_options {
 // `so_far` is the turn as the store held it when the reconnect came (not
 // ended). The store must outlive the workers' last run of the poll.
 std::shared_ptr<turn> follow_stored_turn(boost::asio::thread_pool& workers, const store_handle& store,
-                                         const std::string& conversation_id, turn_ids ids,
-                                         const replayed_turn& so_far, follow_options options);
+                                         const std::string& conversation_id, turn_ids ids, const replayed_turn& so_far,
+                                         follow_options options);
 
 }  // namespace troupe::serve

@@ -284,7 +284,7 @@ TEST_CASE("serve: a keyed turn that never ended is continued by its repeat") {
   CHECK(events.back().name == "message.completed");
   CHECK(events.back().data.at("answer") == "done: hold-died");
   const auto conv = f.server->agents().store().conversations->get_or_create_conversation({"alice", "web", "c1"});
-  REQUIRE(conv);
+  REQUIRE(conv.has_value());
   auto thread = f.server->agents().store().threads->load(conv->thread_id);
   REQUIRE(thread.has_value());
   std::size_t questions = 0;
