@@ -92,8 +92,7 @@ void post_message(route_context& ctx, const std::shared_ptr<exchange>& ex) {
       // Started and never ended: its process died under it (a crash, a
       // cluster node lost). The retry continues it from where its thread
       // stands, without committing the message again.
-      if (!r->result)
-        ids.continues = true;
+      if (!r->result) ids.continues = true;
       // A turn cut by a shutdown was never answered (its client was told
       // 503, retryable): the retry runs it, under the same request id.
       else if (!cut_by_shutdown(*r->result))
@@ -171,10 +170,9 @@ void reconnect(route_context& ctx, const std::shared_ptr<exchange>& ex) {
       // Past the agent's deadline, and the time a lost node's shard takes
       // to move, the request is no longer running anywhere.
       follow_options o;
-      o.give_up = std::chrono::steady_clock::now() + a->config.request_deadline +
-                  2 * ctx.config.cluster.dead_after;
-      return serve_turn(ex, follow_stored_turn(ctx.workers, ctx.agents.store(), conv->id, ids, *stored, o), after,
-                        true, false);
+      o.give_up = std::chrono::steady_clock::now() + a->config.request_deadline + 2 * ctx.config.cluster.dead_after;
+      return serve_turn(ex, follow_stored_turn(ctx.workers, ctx.agents.store(), conv->id, ids, *stored, o), after, true,
+                        false);
     }
   }
   ex->respond(
