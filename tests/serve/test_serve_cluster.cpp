@@ -102,6 +102,19 @@ http_reply ask(serve::server& s, const std::string& chat, const std::string& age
                 as_user(alice_key));
 }
 
+// A message to `agent` in chat `chat`, streamed through `s`; the stream is open.
+void stream_message(http_client& c, const std::string& chat, const std::string& agent, const std::string& content) {
+  REQUIRE(c.open_stream("/v1/conversations/web/" + chat + "/messages", message_body(agent, content), as_user(alice_key))
+              .status == 200);
+}
+
+// A reconnect to the conversation's events from the start; the stream is open.
+void reconnect_from_start(http_client& c, const std::string& conversation) {
+  REQUIRE(
+      c.open_stream("/v1/conversations/" + conversation + "/events?after=0", "", as_user(alice_key), http::verb::get)
+          .status == 200);
+}
+
 std::string metrics_of(serve::server& s) {
   http_client c(s.port());
   const http_reply r = c.send(http::verb::get, "/metrics", {}, as_user(metrics_key));
@@ -150,17 +163,11 @@ TEST_CASE("serve --cluster: two servers, one cluster") {
   }
   SECTION("a turn streamed through one server is told again through the other, under the same event ids") {
     http_client c(f.a->port());
-    REQUIRE(c.open_stream("/v1/conversations/web/c6/messages", message_body(f.agent_held_by(*f.b), "tell me"),
-                          as_user(alice_key))
-                .status == 200);
+    stream_message(c, "c6", f.agent_held_by(*f.b), "tell me");
     const auto events = c.rest_of_stream();
     REQUIRE(events.size() >= 3);
-    const std::string conversation = str(events[0].data.at("conversation_id"));
     http_client other(f.b->port());
-    REQUIRE(other
-                .open_stream("/v1/conversations/" + conversation + "/events?after=0", "", as_user(alice_key),
-                             http::verb::get)
-                .status == 200);
+    reconnect_from_start(other, str(events[0].data.at("conversation_id")));
     const auto again = other.rest_of_stream();
     REQUIRE(again.size() == events.size());
     for (std::size_t i = 0; i < again.size(); ++i) {
@@ -171,18 +178,12 @@ TEST_CASE("serve --cluster: two servers, one cluster") {
   }
   SECTION("a turn still running through one server is followed through the other until it ends") {
     http_client live(f.a->port());
-    REQUIRE(live.open_stream("/v1/conversations/web/c7/messages", message_body(f.agent_held_by(*f.b), "hold-far"),
-                             as_user(alice_key))
-                .status == 200);
+    stream_message(live, "c7", f.agent_held_by(*f.b), "hold-far");
     const auto opened = live.next_event();
     REQUIRE(opened);
-    const std::string conversation = str(opened->data.at("conversation_id"));
     REQUIRE(f.model->wait_held("hold-far"));  // its question is committed: the model is asked after
     http_client other(f.b->port());
-    REQUIRE(other
-                .open_stream("/v1/conversations/" + conversation + "/events?after=0", "", as_user(alice_key),
-                             http::verb::get)
-                .status == 200);
+    reconnect_from_start(other, str(opened->data.at("conversation_id")));
     const auto first = other.next_event();
     REQUIRE(first);
     CHECK(first->name == "conversation");
