@@ -167,6 +167,19 @@ void reconnect(route_context& ctx, const std::shared_ptr<exchange>& ex) {
     const deployed_agent* a = bound ? ctx.agents.find(std::string(*bound)) : nullptr;
     if (a) {
       ids.agent_id = a->config.id;
+      ids.request_id = stored->request_id;
+      // If the node that ran it died with it, nothing runs it now: asked
+      // again as a retry, it goes on wherever its agent runs, from where its
+      // thread stands. If it still runs, the holder refuses the repeat
+      // (duplicate_request) and nothing changes. Either way what it commits
+      // reaches the follower through the store.
+      ask_options again;
+      again.thread_id = ids.thread_id;
+      again.request_id = ids.request_id;
+      again.deadline = a->config.request_deadline;
+      again.retry = true;
+      again.outlives_caller = true;
+      (void)a->handle.ask(stored->content, std::move(again));
       // Past the agent's deadline, and the time a lost node's shard takes
       // to move, the request is no longer running anywhere.
       follow_options o;

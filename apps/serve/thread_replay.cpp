@@ -55,6 +55,7 @@ std::optional<replayed_turn> replay_turn(const std::vector<entry>& entries, turn
   // from here): from the first approval request on, each result and
   // decision is placed after its own entry.
   replayed_turn out;
+  out.request_id = wanted;
   auto add = [&](std::string name, const json::value& data, std::uint64_t id) {
     out.events.push_back(make_event(id, std::move(name), data));
   };

@@ -23,6 +23,7 @@ struct replayed_turn {
   std::vector<sse_event> events;      // the conversation event first, the last one the result
   std::optional<turn_result> result;  // nullopt: the turn has not ended in the thread
   std::string content;                // the user's message that started it
+  std::string request_id;             // the request it is of
 };
 
 // Whether a turn ended because the server stopped under it (shutdown): its

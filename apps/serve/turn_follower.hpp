@@ -6,8 +6,8 @@
 // assistant message comes whole, as a replay tells it), under the ids they
 // had live (event_position.hpp), read again every `poll` until the turn's
 // end is committed. Past `give_up` without an end, the turn ends with
-// turn_incomplete: the request died with its node and nothing continues
-// it until its message is sent again with its Idempotency-Key.
+// turn_incomplete (the reconnect asks the turn again as a retry, so this
+// is a request that could not go on anywhere).
 
 #include "apps/serve/thread_replay.hpp"
 #include "apps/serve/turn.hpp"

@@ -9,6 +9,7 @@
 #include "support/serve_fixture.hpp"
 #include "support/store_backends.hpp"
 #include "support/store_cases.hpp"
+#include "support/watched_store.hpp"
 
 #include "actors/cluster/cluster_node.hpp"
 #include "runtime/cluster/cluster_membership.hpp"
@@ -70,16 +71,20 @@ struct cluster_fixture {
   std::vector<std::string> agent_ids = one_agent_per_shard();
   std::unique_ptr<serve::server> a, b;
 
-  cluster_fixture() {
+  using store_wrapper = std::function<std::shared_ptr<thread_store>(std::shared_ptr<thread_store>)>;
+
+  // `wrap_a` wraps the thread store of server a.
+  explicit cluster_fixture(store_wrapper wrap_a = {}) {
     if (!db.ready()) return;
     ::setenv("TROUPE_SERVE_TEST_CLUSTER_SECRET", "serve-cluster-test-secret", 1);
-    a = start("a");
+    a = start("a", std::move(wrap_a));
     b = start("b");
     // Each holds its share (4 of 8 shards), and says it is ready.
     REQUIRE(eventually([&] { return held(*a).size() == shards / 2 && held(*b).size() == shards / 2; }));
   }
-  std::unique_ptr<serve::server> start(const std::string& node_id) {
+  std::unique_ptr<serve::server> start(const std::string& node_id, store_wrapper wrap = {}) {
     serve::deployment_options o;
+    o.wrap_threads = std::move(wrap);
     for (const std::string& id : agent_ids) o.providers[id] = model;
     o.providers["clerk"] = model;
     auto s = std::make_unique<serve::server>(
@@ -233,6 +238,54 @@ TEST_CASE("serve --cluster: two servers, one cluster") {
     CHECK(after.json().at("answer") == "echo: after");
     CHECK(series(metrics_of(*f.b), "troupe_cluster_shard_handovers_total{event=\"acquired\"}") >= shards);
   }
+}
+
+// The server that took a turn's message, and ran it (it held the agent),
+// dies with the turn: its question committed, nothing after it. A reconnect
+// through the other server, once it holds the agent, goes on with the turn
+// and follows it to its answer, the question committed once.
+TEST_CASE("serve --cluster: a reconnect through another server continues a turn whose server died under it") {
+  std::shared_ptr<watched_store> dying;
+  cluster_fixture f([&](std::shared_ptr<thread_store> s) -> std::shared_ptr<thread_store> {
+    dying = std::make_shared<watched_store>(std::move(s));
+    return dying;
+  });
+  REQUIRE_BACKEND(f.db);
+  const std::string agent = f.agent_held_by(*f.a);
+  std::string conversation;
+  {
+    http_client live(f.a->port());
+    stream_message(live, "c8", agent, "hold-orphan");
+    const auto opened = live.next_event();
+    REQUIRE(opened);
+    conversation = str(opened->data.at("conversation_id"));
+    REQUIRE(f.model->wait_held("hold-orphan"));  // its question is committed: the model is asked after
+    dying->refuse_commits = true;
+    REQUIRE(f.model->release("hold-orphan"));
+    const auto ended = live.rest_of_stream();
+    REQUIRE_FALSE(ended.empty());
+    REQUIRE(ended.back().name == "error");  // the answer could not be committed
+  }
+  f.a->drain();  // leaves the cluster: b takes every shard
+  REQUIRE(eventually([&] { return cluster_fixture::held(*f.b).size() == shards; }));
+
+  http_client other(f.b->port());
+  reconnect_from_start(other, conversation);
+  REQUIRE(f.model->wait_held("hold-orphan"));  // asked again, on b
+  REQUIRE(f.model->release("hold-orphan"));
+  const auto rest = other.rest_of_stream();
+  REQUIRE_FALSE(rest.empty());
+  CHECK(rest.back().name == "message.completed");
+  CHECK(rest.back().data.at("answer") == "done: hold-orphan");
+
+  const auto conv = f.db.store->find_conversation(conversation);
+  REQUIRE(conv.has_value());
+  auto t = f.db.store->load(conv->thread_id);
+  REQUIRE(t.has_value());
+  std::vector<std::string> questions;
+  for (const entry* e : t->of_kind(entry_kind::message))
+    if (e->payload.at("role") == "user") questions.emplace_back(e->payload.at("content").as_string());
+  CHECK(questions == std::vector<std::string>{"hold-orphan"});
 }
 
 TEST_CASE("serve --cluster: an agent's unknown tool is refused at start, naming the field") {

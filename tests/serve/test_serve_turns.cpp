@@ -5,6 +5,7 @@
 
 #include "support/serve_fixture.hpp"
 #include "support/sqlite_file.hpp"
+#include "support/watched_store.hpp"
 
 #include "apps/serve/event_position.hpp"
 #include "runtime/store/thread_lease.hpp"
@@ -41,76 +42,6 @@ struct open_turn {
     conversation_id = str(first->data.at("conversation_id"));
     request_id = str(first->data.at("request_id"));
   }
-};
-
-// The store as it is, counting the whole-thread loads of each thread; and,
-// once told to, refusing every commit, as a process that died would write
-// nothing more.
-class load_counting_store final : public thread_store {
- public:
-  explicit load_counting_store(std::shared_ptr<thread_store> inner) : inner_(std::move(inner)) {}
-  std::atomic<bool> refuse_commits{false};
-  std::size_t loads_of(const std::string& thread_id) {
-    std::lock_guard lock(mutex_);
-    return loads_[thread_id];
-  }
-  std::size_t total_loads() {
-    std::lock_guard lock(mutex_);
-    std::size_t n = 0;
-    for (const auto& [_, k] : loads_) n += k;
-    return n;
-  }
-
-  stored<thread> load(const std::string& thread_id) override {
-    {
-      std::lock_guard lock(mutex_);
-      ++loads_[thread_id];
-    }
-    return inner_->load(thread_id);
-  }
-  stored<std::vector<entry>> request_entries(const std::string& thread_id, const std::string& request_id) override {
-    return inner_->request_entries(thread_id, request_id);
-  }
-  commit_path path() const override { return inner_->path(); }
-  stored<std::uint64_t> append(const thread_view& t, std::uint64_t expected_rev) override {
-    if (refuse_commits) return gone();
-    return inner_->append(t, expected_rev);
-  }
-  stored<std::uint64_t> append_fenced(const thread_view& t, std::uint64_t expected_rev,
-                                      const thread_lease& fence) override {
-    if (refuse_commits) return gone();
-    return inner_->append_fenced(t, expected_rev, fence);
-  }
-  void append_queued(thread_view t, std::uint64_t expected_rev, const thread_lease* fence, append_done done) override {
-    if (refuse_commits) return done(gone());
-    inner_->append_queued(std::move(t), expected_rev, fence, std::move(done));
-  }
-  void set_queue_deadline(std::chrono::milliseconds d) override { inner_->set_queue_deadline(d); }
-  stored<thread_lease> acquire_lease(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
-                                     std::chrono::milliseconds ttl) override {
-    return inner_->acquire_lease(thread_id, owner, now_ms, ttl);
-  }
-  bool queues_lease_takes() const override { return inner_->queues_lease_takes(); }
-  void acquire_lease_queued(const std::string& thread_id, const std::string& owner, std::int64_t now_ms,
-                            std::chrono::milliseconds ttl, lease_done done) override {
-    inner_->acquire_lease_queued(thread_id, owner, now_ms, ttl, std::move(done));
-  }
-  void release_lease(const std::string& thread_id, const thread_lease& held) override {
-    inner_->release_lease(thread_id, held);
-  }
-  void release_lease_queued(const std::string& thread_id, const thread_lease& held,
-                            std::function<void()> done) override {
-    inner_->release_lease_queued(thread_id, held, std::move(done));
-  }
-  std::vector<std::string> list() override { return inner_->list(); }
-  bool remove(const std::string& thread_id) override { return inner_->remove(thread_id); }
-
- private:
-  static store_error gone() { return store_error{"io", "the process is gone"}; }
-
-  std::shared_ptr<thread_store> inner_;
-  std::mutex mutex_;
-  std::map<std::string, std::size_t> loads_;
 };
 
 }  // namespace
@@ -227,9 +158,9 @@ TEST_CASE("serve: a retry after a restart finds its turn without loading the thr
     REQUIRE(first.at("answer") == "result: {\"expression\":\"2 + 3\",\"value\":5}");
     REQUIRE(first_openai.at("choices").at(0).at("message").at("content") == first.at("answer"));
   }
-  std::shared_ptr<load_counting_store> counting;
+  std::shared_ptr<watched_store> counting;
   serve_fixture f("sqlite:" + db, "", "", [&](std::shared_ptr<thread_store> s) -> std::shared_ptr<thread_store> {
-    counting = std::make_shared<load_counting_store>(std::move(s));
+    counting = std::make_shared<watched_store>(std::move(s));
     return counting;
   });
   http_client c = f.client();
@@ -258,9 +189,9 @@ TEST_CASE("serve: a keyed turn that never ended is continued by its repeat") {
   const std::string store = "sqlite:" + db.path.string();
   const auto with_key = as_user(alice_key, {{"Idempotency-Key", "died-under-it"}});
   {
-    std::shared_ptr<load_counting_store> dying;
+    std::shared_ptr<watched_store> dying;
     serve_fixture f(store, "", "", [&](std::shared_ptr<thread_store> s) -> std::shared_ptr<thread_store> {
-      dying = std::make_shared<load_counting_store>(std::move(s));
+      dying = std::make_shared<watched_store>(std::move(s));
       return dying;
     });
     http_client live = f.client();
