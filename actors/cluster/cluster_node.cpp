@@ -279,7 +279,10 @@ struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
 
   void close() {
     if (closing.exchange(true)) return;
-    members.reset();  // halts, unless the node left: no hook runs after this
+    // Halted, not destroyed: no hook runs after this, and what still routes
+    // (a retry on the node's thread, a reply on the runtime's) may read the
+    // membership until the node is gone.
+    if (members) members->halt();
     {
       std::lock_guard lock(work_mutex);
       work_stopping = true;
@@ -390,7 +393,7 @@ struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
     const auto pause = std::max(std::chrono::milliseconds(5), options.cluster.heartbeat_interval / 2);
     post(pause, [weak = weak_from_this(), r, agent_id, last = std::move(last)](bool run) mutable {
       auto self = weak.lock();
-      if (!run || !self) {
+      if (!run || !self || self->closing) {
         r->finish(std::move(last));
         return;
       }
