@@ -10,8 +10,10 @@ set -uo pipefail
 
 if [ -n "${TROUPE_TEST_POSTGRES:-}" ]; then exec "$@"; fi
 
+# skip WHY COMMAND…: says why, then runs the command without a server.
 skip() {
   echo "with-postgres: $1; the PostgreSQL tests will be skipped" >&2
+  shift
   exec "$@"
 }
 
