@@ -50,4 +50,7 @@ struct agent_spec {
   std::map<std::string, approval_rule, std::less<>> approvals{};
 };
 
+// The thread an ask without a thread_id goes to.
+inline std::string default_thread_of(const std::string& agent_id) { return agent_id + ":default"; }
+
 }  // namespace troupe

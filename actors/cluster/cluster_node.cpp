@@ -41,9 +41,6 @@ node_address parse_address(const std::string& text) {
   return {text.substr(0, colon), static_cast<std::uint16_t>(std::stoul(text.substr(colon + 1)))};
 }
 
-// As the agent names its default thread.
-std::string default_thread_of(const std::string& agent_id) { return agent_id + ":default"; }
-
 reply failed(const std::string& request_id, const char* type, std::string message) {
   return reply{request_id, error_info::of(type, std::move(message)), {}, 0};
 }
@@ -55,7 +52,6 @@ struct routed_ask {
   std::shared_ptr<request::state> s;
   std::variant<std::string, decision> what;  // the question, or the decision
   ask_options options;                       // without the callbacks, which `s` holds
-  std::string thread_id;                     // as the agent names it
   steady::time_point give_up;
 
   std::mutex m;
@@ -497,7 +493,6 @@ request route(const std::shared_ptr<cluster_agent::impl>& node, const std::strin
   r->s->thread_id = options.thread_id;
   r->s->on_event = std::move(options.on_event);
   r->s->on_reply = std::move(options.on_reply);
-  r->thread_id = options.thread_id.empty() ? default_thread_of(agent_id) : options.thread_id;
   r->what = std::move(what);
   r->options = std::move(options);
   r->give_up = steady::now() + node->options.route_timeout;

@@ -205,7 +205,7 @@ class agent_logic {
  public:
   explicit agent_logic(agent_self self) : self_(self), st_(self->state) {}
 
-  std::string default_thread_id() const { return st_.id + ":default"; }
+  std::string default_thread_id() const { return default_thread_of(st_.id); }
 
   // ---- Intake and queue (agent_intake.cpp) ----
  public:

@@ -183,6 +183,7 @@ void reconnect(route_context& ctx, const std::shared_ptr<exchange>& ex) {
       // Past the agent's deadline, and the time a lost node's shard takes
       // to move, the request is no longer running anywhere.
       follow_options o;
+      o.stopping = &ctx.draining;
       o.give_up = std::chrono::steady_clock::now() + a->config.request_deadline + 2 * ctx.config.cluster.dead_after;
       return serve_turn(ex, follow_stored_turn(ctx.workers, ctx.agents.store(), conv->id, ids, *stored, o), after, true,
                         false);

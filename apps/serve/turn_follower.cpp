@@ -46,19 +46,19 @@ struct follower : std::enable_shared_from_this<follower> {
       if (ec) return;
       if (auto r = stored_turn(self->store, self->conversation_id, self->ids))
         if (self->take(*r)) return;
-      if (std::chrono::steady_clock::now() >= self->options.give_up) return self->abandon();
+      if (self->options.stopping && *self->options.stopping)
+        return self->end(error_type::shutdown, "the server is stopping; reconnect to follow the turn elsewhere");
+      if (std::chrono::steady_clock::now() >= self->options.give_up)
+        return self->end("turn_incomplete",
+                         "the turn started on another node and has not ended in its thread; "
+                         "send its message again with its Idempotency-Key to continue it");
       self->poll();
     });
   }
 
-  void abandon() {
-    turn_result result{reply{ids.request_id,
-                             error_info::of("turn_incomplete",
-                                            "the turn started on another node and has not ended in its thread; "
-                                            "send its message again with its Idempotency-Key to continue it"),
-                             {},
-                             0},
-                       std::nullopt, false};
+  // Ends the turn, unended in its thread, with an error of the server's.
+  void end(const char* type, std::string message) {
+    turn_result result{reply{ids.request_id, error_info::of(type, std::move(message)), {}, 0}, std::nullopt, false};
     auto [name, data] = final_event(result);
     t->finish(std::move(result), name, data, 0);
   }

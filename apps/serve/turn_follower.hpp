@@ -16,6 +16,7 @@
 
 #include <boost/asio/thread_pool.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 
@@ -24,10 +25,14 @@ namespace troupe::serve {
 struct follow_options {
   std::chrono::milliseconds poll{200};
   std::chrono::steady_clock::time_point give_up;
+  // Set (the server drains): the turn ends at the next poll with shutdown,
+  // as the turns the server runs do, so that its client reconnects
+  // elsewhere; a poll still pending would hold the workers' join.
+  const std::atomic<bool>* stopping = nullptr;
 };
 
 // `so_far` is the turn as the store held it when the reconnect came (not
-// ended). The store must outlive the workers' last run of the poll.
+// ended). The store and `stopping` must outlive the workers' last run of the poll.
 std::shared_ptr<turn> follow_stored_turn(boost::asio::thread_pool& workers, const store_handle& store,
                                          const std::string& conversation_id, turn_ids ids, const replayed_turn& so_far,
                                          follow_options options);

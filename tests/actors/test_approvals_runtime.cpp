@@ -42,13 +42,7 @@ struct counted_tools {
       ++searches;
       return json::value("found");
     }));
-    rt.tools().add(make_tool(
-        "send",
-        [this](const json::object& a, const tool_context&) {
-          ++sends;
-          return json::value("sent to " + std::string(a.at("to").as_string()));
-        },
-        true, object_schema({{"to", "string"}})));
+    rt.tools().add(counted_send(sends));
   }
 };
 

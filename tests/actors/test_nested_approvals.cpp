@@ -37,13 +37,7 @@ struct nested {
   std::atomic<int> sends{0};
 
   void set_up(runtime& rt, std::int64_t timeout_ms = 3'600'000) {
-    rt.tools().add(make_tool(
-        "send",
-        [this](const json::object& a, const tool_context&) {
-          ++sends;
-          return json::value("sent to " + std::string(a.at("to").as_string()));
-        },
-        true, object_schema({{"to", "string"}})));
+    rt.tools().add(counted_send(sends));
     rt.add_agent_tool("ask_b", "b", "Asks b.");
     agent_spec b{.id = "b", .model = "m", .tools = {"send"}};
     b.provider = inner;

@@ -202,6 +202,23 @@ TEST_CASE("serve --cluster: two servers, one cluster") {
     // The same last event, under the same id, through either server.
     CHECK(live_rest.back().id == rest.back().id);
   }
+  SECTION("a server that drains ends the turns it follows with shutdown, without waiting for them") {
+    http_client live(f.a->port());
+    stream_message(live, "c9", f.agent_held_by(*f.a), "hold-near");
+    const auto opened = live.next_event();
+    REQUIRE(opened);
+    REQUIRE(f.model->wait_held("hold-near"));
+    http_client other(f.b->port());
+    reconnect_from_start(other, str(opened->data.at("conversation_id")));
+    REQUIRE(other.next_event());  // the conversation event: the follower runs
+    f.b->drain();
+    const auto rest = other.rest_of_stream();
+    REQUIRE_FALSE(rest.empty());
+    CHECK(rest.back().name == "error");
+    CHECK(rest.back().data.at("error").at("type") == "shutdown");
+    REQUIRE(f.model->release("hold-near"));
+    CHECK(live.rest_of_stream().back().data.at("answer") == "done: hold-near");
+  }
   SECTION("both are ready") {
     for (serve::server* s : {f.a.get(), f.b.get()}) {
       http_client c(s->port());

@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -75,6 +76,17 @@ inline tool make_tool(std::string name, tool_function run, bool blocking = true,
   t.run = std::move(run);
   t.blocking = blocking;
   return t;
+}
+
+// "send" ({"to": a string}): counts its runs in `sends` and answers "sent to TO".
+inline tool counted_send(std::atomic<int>& sends) {
+  return make_tool(
+      "send",
+      [&sends](const boost::json::object& a, const tool_context&) {
+        ++sends;
+        return boost::json::value("sent to " + std::string(a.at("to").as_string()));
+      },
+      true, object_schema({{"to", "string"}}));
 }
 
 inline tool_call call(std::string id, std::string name, boost::json::object args = {}) {

@@ -418,10 +418,7 @@ cluster_node_options in_process(const std::string& conninfo, const std::string& 
   o.runtime.provider = mailing_model();
   o.runtime.telemetry = std::make_shared<log_sink>(false);
   o.prepare = [&sends](cluster_node& n) {
-    n.local().tools().add(make_tool("send", [&sends](const boost::json::object& a, const tool_context&) {
-      ++sends;
-      return boost::json::value("sent to " + std::string(a.at("to").as_string()));
-    }));
+    n.local().tools().add(counted_send(sends));
     for (int i = 0; i < agents; ++i) n.add_agent_tool("ask_" + agent_of(i), agent_of(i), "Asks " + agent_of(i) + ".");
   };
   std::vector<std::string> tools{"send"};
