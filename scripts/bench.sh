@@ -25,7 +25,7 @@
 #                       scripted model, then a 5 ms mock model server
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh postgresql
+bash scripts/install-deps.sh build bench
 bash scripts/build.sh --target thread_bench --target runtime_bench --target agent_memory_bench --target stream_bench --target concurrent_streams \
   --target load_bench --target endpoint_pool_bench --target store_bench --target durable_bench --target serve_bench \
   --target world_bench --target simulation_bench --target cluster_handover_bench --target cluster_asks_bench

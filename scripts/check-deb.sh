@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 build_dir="${TROUPE_BUILD_DIR:-build}"
 [ "$(id -u)" -eq 0 ] || { echo "scripts/check-deb.sh: needs root (debootstrap, chroot)" >&2; exit 2; }
 
-bash scripts/install-deps.sh debootstrap
+bash scripts/install-deps.sh build root-checks
 # The command and the examples: between them every installed library.
 bash scripts/build.sh --target troupe embedded_agent
 rm -rf "$build_dir/package"

@@ -34,7 +34,7 @@ targets=("$@")
 
 build_dir="${TROUPE_FUZZ_BUILD_DIR:-build-fuzz}"
 if ((build)); then
-  bash scripts/install-deps.sh clang libclang-rt-14-dev
+  bash scripts/install-deps.sh build fuzz
   launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \

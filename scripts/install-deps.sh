@@ -1,19 +1,46 @@
 #!/usr/bin/env bash
-# Installs the Debian packages troupe builds with — only those missing, so a
-# machine that has them all is left alone and needs no network. Extra
-# package names given as arguments are installed too (the tests add the
-# PostgreSQL server this way).
+# Installs the Debian packages of the parts named (default: build) from the
+# one list, scripts/packages.txt — only those missing, so a machine that has
+# them all is left alone and needs no network:
+#
+#   bash scripts/install-deps.sh               # what configuring and building needs
+#   bash scripts/install-deps.sh build test    # and what the test suite uses
+#
+# `--list PART...` prints the packages of those parts without installing.
 set -euo pipefail
+list_file="$(dirname "$0")/packages.txt"
 
-packages=(
-  g++ cmake ninja-build
-  libboost1.81-dev libboost-json1.81-dev
-  libcaf-dev libvalijson-dev libcli11-dev
-  libcurl4-openssl-dev libssl-dev ca-certificates libedit-dev libsqlite3-dev libpq-dev
-  catch2 libbenchmark-dev libjemalloc-dev
-  libtomlplusplus-dev libboost-url1.81-dev libutfcpp-dev
-  "$@"
-)
+list_only=0
+if [ "${1:-}" = "--list" ]; then list_only=1; shift; fi
+parts=("$@")
+((${#parts[@]})) || parts=(build)
+
+known=$(awk '!/^#/ && NF >= 2 { n = split($2, p, ","); for (i = 1; i <= n; i++) print p[i] }' "$list_file" | sort -u)
+for part in "${parts[@]}"; do
+  grep -qx -- "$part" <<<"$known" || {
+    echo "install-deps: no part '$part' in $list_file (parts: $(tr '\n' ' ' <<<"$known"))" >&2
+    exit 2
+  }
+done
+
+packages=()
+while read -r package part_field rest; do
+  [[ -z "$package" || "$package" = \#* ]] && continue
+  wanted=0
+  for part in "${parts[@]}"; do
+    [[ ",$part_field," = *",$part,"* ]] && wanted=1
+  done
+  ((wanted)) || continue
+  # unless=PROGRAM: a program of that name from elsewhere serves already.
+  unless=$(grep -o 'unless=[^ ]*' <<<"$rest" | head -n 1 | cut -d= -f2 || true)
+  if [ -n "$unless" ] && command -v "$unless" >/dev/null; then continue; fi
+  packages+=("$package")
+done <"$list_file"
+
+if ((list_only)); then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -23,6 +50,6 @@ done
 
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
-echo "installing: ${missing[*]}"
+echo "installing (${parts[*]}): ${missing[*]}"
 $sudo apt-get update
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${missing[@]}"
