@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 
 if [ -z "${TROUPE_TEST_POSTGRES:-}" ]; then
-  bash scripts/install-deps.sh nginx postgresql curl python3
+  bash scripts/install-deps.sh build cluster-demo
   bash scripts/build.sh --target troupe
   exec bash scripts/with-postgres.sh bash "$0" "$@"
 fi
@@ -31,7 +31,7 @@ troupe="${TROUPE_BINARY:-$root/${TROUPE_BUILD_DIR:-build}/apps/troupe}"
 [ -x "$troupe" ] || { echo "cluster-demo: no $troupe (run scripts/build.sh --target troupe)" >&2; exit 1; }
 nginx=$(command -v nginx || echo /usr/sbin/nginx)
 # 77: what ctest takes for "skipped".
-[ -x "$nginx" ] || { echo "cluster-demo: nginx is not installed" >&2; exit 77; }
+[ -x "$nginx" ] || { echo "troupe-skip: nginx is not installed (Debian package nginx)"; exit 77; }
 
 dir=$(mktemp -d /tmp/troupe-cluster-demo.XXXXXX)
 pids=()

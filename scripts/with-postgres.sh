@@ -5,7 +5,8 @@
 # URI, then the server is stopped and its directory removed. With
 # TROUPE_TEST_POSTGRES already set, the command runs against that server.
 # When no server can be started the command still runs, without the
-# variable, and the PostgreSQL tests report themselves skipped.
+# variable and with TROUPE_POSTGRES_UNAVAILABLE saying why, and the
+# PostgreSQL tests report themselves skipped.
 set -uo pipefail
 
 if [ -n "${TROUPE_TEST_POSTGRES:-}" ]; then exec "$@"; fi
@@ -13,6 +14,7 @@ if [ -n "${TROUPE_TEST_POSTGRES:-}" ]; then exec "$@"; fi
 # skip WHY COMMAND…: says why, then runs the command without a server.
 skip() {
   echo "with-postgres: $1; the PostgreSQL tests will be skipped" >&2
+  export TROUPE_POSTGRES_UNAVAILABLE="$1"
   shift
   exec "$@"
 }

@@ -15,7 +15,7 @@ import sys
 try:
     import networkx as nx
 except ImportError:
-    print("networkx is not installed: nothing to check against")
+    print("troupe-skip: the Python module networkx is not installed (Debian package python3-networkx)")
     sys.exit(77)  # ctest's skip
 
 SEEDS = 20

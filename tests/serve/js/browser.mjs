@@ -11,7 +11,7 @@ export const chromium_path = process.env.TROUPE_CHROMIUM || "/usr/bin/chromium";
 // 77, ctest's SKIP_RETURN_CODE); without playwright-core it fails.
 export async function chromium_or_exit() {
   if (!existsSync(chromium_path)) {
-    console.log(`troupe-skip: no Chromium at ${chromium_path} (scripts/test.sh installs Debian's chromium)`);
+    console.log(`troupe-skip: no Chromium at ${chromium_path} (Debian package chromium)`);
     process.exit(77);
   }
   try {

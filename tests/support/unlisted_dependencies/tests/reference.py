@@ -1,0 +1,3 @@
+"""A module no package brings."""
+import json
+import troupe_no_such_module
