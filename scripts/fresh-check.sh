@@ -67,11 +67,19 @@ for c in "${commands[@]}"; do
   mount --rbind /dev "$root/dev"  # with /dev/shm: PostgreSQL's and Chromium's shared memory
   mount --make-rslave "$root/dev"
 
+  # The host's extra certificate authorities for node (a registry reached through a
+  # proxy of its own): the root gets the file, and the variable names it there.
+  extra_ca=()
+  if [ -n "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f "$NODE_EXTRA_CA_CERTS" ]; then
+    cp "$NODE_EXTRA_CA_CERTS" "$root/etc/host-extra-ca.crt"
+    extra_ca=(NODE_EXTRA_CA_CERTS=/etc/host-extra-ca.crt)
+  fi
+
   log="$logs/$c.log"
   echo "fresh-check: bash scripts/$c.sh at $commit (log: $log)"
   start=$(date +%s)
   set +e
-  chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb ${CI:+CI="$CI"} \
+  chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb ${CI:+CI="$CI"} "${extra_ca[@]}" \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     bash -c "cd /work/main && bash scripts/$c.sh" </dev/null >"$log" 2>&1
   rc=$?
