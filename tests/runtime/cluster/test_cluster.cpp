@@ -608,7 +608,7 @@ TEST_CASE("a thread lease taken under the old grant while the new grant waited f
 TEST_CASE("a take rewrites only the thread leases still held, however many the shard ever had") {
   postgres_backend db;
   REQUIRE_BACKEND(db);
-  constexpr int gone = 20'000;
+  constexpr int gone = 10'000;
   db.sql([&](PGconn* c) {
     old_holds_shard_0(c);
     // Leases of threads long moved on, revoked by earlier grants...
