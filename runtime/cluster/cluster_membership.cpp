@@ -3,6 +3,7 @@
 #include "runtime/cluster/detail/cluster_tables.hpp"
 #include "runtime/cluster/shard_of.hpp"
 #include "runtime/detail/thrown_by.hpp"
+#include "runtime/random_ids.hpp"
 #include "runtime/store/postgres/detail/result.hpp"
 
 #include <pthread.h>
@@ -41,6 +42,11 @@ using pending_hook = std::function<void()>;
 
 struct cluster_membership::state : std::enable_shared_from_this<cluster_membership::state> {
   cluster_options o;
+  // This process's own, written into the node's row as it joins and named
+  // by its heartbeats, renewals and grants: a process that joins with the
+  // same node id (this one was silent past dead_after) writes another, and
+  // from then on this one's statements find nothing of theirs.
+  std::string incarnation = random_ids().next("incarnation");
   cluster_hooks hooks;
   std::uint32_t shards = 0;
   std::unique_ptr<postgres::connection_pool> pool;
@@ -56,7 +62,9 @@ struct cluster_membership::state : std::enable_shared_from_this<cluster_membersh
   bool stopped = false;
   bool leaving = false;
   bool left = false;
-  bool early = false;  // a round is due before the interval is up
+  bool superseded = false;  // another process joined with this node's id
+  std::once_flag joined;    // the rounds' thread, by the first stop()
+  bool early = false;       // a round is due before the interval is up
   std::optional<std::string> last_error;
   // This node's own bound on its leases: the time its last renewal was sent,
   // plus the ttl. Past it, with no renewal since, it treats them as lost
@@ -81,13 +89,14 @@ struct cluster_membership::state : std::enable_shared_from_this<cluster_membersh
     // silent past dead_after: two live nodes must never share an id.
     result r = must(c,
                     run(c,
-                        "INSERT INTO troupe_nodes AS n (id, address, build_id, state, started_at, heartbeat_at) "
-                        "VALUES ($1, $2, $3, 'joining', now(), now()) "
+                        "INSERT INTO troupe_nodes AS n (id, address, build_id, state, started_at, heartbeat_at, "
+                        "incarnation) "
+                        "VALUES ($1, $2, $3, 'joining', now(), now(), $5) "
                         "ON CONFLICT (id) DO UPDATE SET address = $2, build_id = $3, state = 'joining', "
-                        "started_at = now(), heartbeat_at = now() "
+                        "started_at = now(), heartbeat_at = now(), incarnation = $5 "
                         "WHERE n.state = 'dead' OR n.heartbeat_at < now() - $4::bigint * interval '1 millisecond' "
                         "RETURNING 1",
-                        {o.node_id, o.address, o.build_id, ms(o.dead_after)}),
+                        {o.node_id, o.address, o.build_id, ms(o.dead_after), incarnation}),
                     "register node " + o.node_id);
     if (r.rows() == 0)
       throw cluster_error(cluster_error::kind::node_id_taken,
@@ -107,6 +116,8 @@ struct cluster_membership::state : std::enable_shared_from_this<cluster_membersh
       if (auto thrown = thrown_by([&] { round(hooks_due); })) failed = *thrown;
       lock.lock();
       last_error = failed;
+      // Replaced: no round of this incarnation can do anything right again.
+      if (superseded) stopping = stopped = true;
       if (failed) ++counted.failed_rounds;
       if (failed && steady::now() >= valid_until && !held.empty()) {
         // Unreachable past the lease: another node may hold these by now.
@@ -160,7 +171,7 @@ struct cluster_membership::state : std::enable_shared_from_this<cluster_membersh
       std::lock_guard lock(mutex);
       is_leaving = leaving;
     }
-    heartbeat(c, is_leaving, due);
+    if (!heartbeat(c, is_leaving, due)) return;
     must(c,
          run(c,
              "UPDATE troupe_nodes SET state = 'dead' "
@@ -180,27 +191,44 @@ struct cluster_membership::state : std::enable_shared_from_this<cluster_membersh
     rebalance(c, is_leaving, nodes, table, due);
   }
 
-  void heartbeat(PGconn* c, bool is_leaving, std::vector<pending_hook>& due) {
+  // False once another process has joined with this node's id: this one
+  // has dropped everything and its rounds are to stop.
+  bool heartbeat(PGconn* c, bool is_leaving, std::vector<pending_hook>& due) {
+    // Its own row only, by incarnation; and whose the row is, if not its own.
     result r = must(c,
                     run(c,
-                        "UPDATE troupe_nodes SET heartbeat_at = now(), state = CASE WHEN state = 'dead' THEN 'dead' "
-                        "WHEN $2 THEN 'leaving' WHEN state = 'joining' THEN 'active' ELSE state END "
-                        "WHERE id = $1 RETURNING state",
-                        {o.node_id, is_leaving ? "true" : "false"}),
+                        "WITH beat AS (UPDATE troupe_nodes SET heartbeat_at = now(), state = CASE "
+                        "  WHEN state = 'dead' THEN 'dead' WHEN $2 THEN 'leaving' WHEN state = 'joining' THEN 'active' "
+                        "  ELSE state END "
+                        "  WHERE id = $1 AND incarnation = $3 RETURNING state) "
+                        "SELECT (SELECT state FROM beat), (SELECT incarnation FROM troupe_nodes WHERE id = $1)",
+                        {o.node_id, is_leaving ? "true" : "false", incarnation}),
                     "heartbeat");
-    if (r.rows() == 1 && r.text(0, 0) != "dead") return;
-    // Declared dead (paused or cut off past dead_after), or its row gone:
-    // whatever it held may have been taken, and its thread leases revoked.
-    // It gives up what is left and joins again as a new member.
+    const bool mine = !r.null(0, 0);
+    if (mine && r.text(0, 0) != "dead") return true;
+    const bool replaced = !mine && !r.null(0, 1);
+    // Declared dead (paused or cut off past dead_after), its row gone, or
+    // replaced: whatever it held may have been taken, and its thread leases
+    // revoked. It gives up what is left, and joins again as a new member
+    // unless another process has its id now.
     {
       std::lock_guard lock(mutex);
       for (const auto& [shard, h] : held) due.push_back(lost_hook(shard, h.epoch));
       held.clear();
     }
     must(c,
-         run(c, "UPDATE troupe_shards SET holder = NULL, lease_until = to_timestamp(0) WHERE holder = $1", {o.node_id}),
+         run(c,
+             "UPDATE troupe_shards SET holder = NULL, lease_until = to_timestamp(0) "
+             "WHERE holder = $1 AND holder_incarnation = $2",
+             {o.node_id, incarnation}),
          "give up the shards of a node declared dead");
+    if (replaced) {
+      std::lock_guard lock(mutex);
+      superseded = true;
+      return false;
+    }
     join(c);
+    return true;
   }
 
   void renew(PGconn* c, std::vector<pending_hook>& due) {
@@ -208,8 +236,8 @@ struct cluster_membership::state : std::enable_shared_from_this<cluster_membersh
     result r = must(c,
                     run(c,
                         "UPDATE troupe_shards SET lease_until = now() + $2::bigint * interval '1 millisecond' "
-                        "WHERE holder = $1 RETURNING shard, epoch",
-                        {o.node_id, ms(o.shard_lease_ttl)}),
+                        "WHERE holder = $1 AND holder_incarnation = $3 RETURNING shard, epoch",
+                        {o.node_id, ms(o.shard_lease_ttl), incarnation}),
                     "renew the shard leases");
     std::map<std::uint32_t, std::uint64_t> renewed;
     for (int i = 0; i < r.rows(); ++i)
@@ -226,7 +254,8 @@ struct cluster_membership::state : std::enable_shared_from_this<cluster_membersh
       it = held.erase(it);
     }
     // A grant whose answer never came back (the call gave up waiting) is
-    // this node's all the same.
+    // this node's all the same: it was made to this incarnation, not to
+    // another process with its id.
     for (const auto& [shard, epoch] : renewed)
       if (!held.count(shard)) {
         held[shard] = held_shard{epoch};
@@ -326,40 +355,29 @@ struct cluster_membership::state : std::enable_shared_from_this<cluster_membersh
     }
   }
 
-  // The compare-and-set of a shard seen at `seen.epoch`: the next epoch is
-  // granted to this node if nobody took the shard meanwhile and it is still
-  // free, run out or a dead node's; and in the same statement every thread
-  // lease taken under an older epoch of the shard is revoked (its epoch
-  // moves on, its owner is cleared), so no commit under one goes in again.
+  // The compare-and-set of a shard seen at `seen.epoch` (troupe_take_shard):
+  // the next epoch is granted to this incarnation if nobody took the shard
+  // meanwhile and it is still free, run out or a dead (or replaced) node's;
+  // and every thread lease still held under an older epoch of the shard is
+  // revoked in the same transaction, so no commit under one goes in again.
   std::optional<std::uint64_t> take(PGconn* c, const shard_info& seen) {
-    result r = must(c,
-                    run(c,
-                        "WITH taken AS ("
-                        "  UPDATE troupe_shards s SET holder = $2, epoch = s.epoch + 1, "
-                        "    lease_until = now() + $4::bigint * interval '1 millisecond' "
-                        "  WHERE s.shard = $1 AND s.epoch = $3 AND (s.holder IS NULL OR s.lease_until <= now() "
-                        "    OR NOT EXISTS (SELECT 1 FROM troupe_nodes n WHERE n.id = s.holder AND n.state <> 'dead')) "
-                        "  RETURNING s.shard, s.epoch), "
-                        "revoked AS ("
-                        "  UPDATE leases l SET owner = '', epoch = l.epoch + 1, expires_at = 0 "
-                        "  FROM taken WHERE l.shard = taken.shard AND l.shard_epoch < taken.epoch "
-                        "  RETURNING 1) "
-                        "SELECT taken.epoch, (SELECT count(*) FROM revoked) FROM taken",
-                        {std::to_string(seen.shard), o.node_id, std::to_string(seen.epoch), ms(o.shard_lease_ttl)}),
-                    "take shard " + std::to_string(seen.shard));
-    if (r.rows() == 0) return std::nullopt;
-    return static_cast<std::uint64_t>(r.int64(0, 0));
+    const auto taken = cluster::take_shard(c, seen.shard, o.node_id, incarnation, seen.epoch, o.shard_lease_ttl);
+    if (!taken) return std::nullopt;
+    return taken->epoch;
   }
 
+  // The rounds may have stopped already (superseded): the thread is joined
+  // all the same, once.
   void stop() {
     {
       std::lock_guard lock(mutex);
-      if (stopped) return;
       stopping = true;
       stopped = true;
     }
     wake.notify_all();
-    if (thread.joinable()) thread.join();
+    std::call_once(joined, [this] {
+      if (thread.joinable()) thread.join();
+    });
     std::lock_guard lock(mutex);
     round_done.notify_all();
   }
@@ -382,6 +400,7 @@ cluster_membership::cluster_membership(cluster_options options, cluster_hooks ho
 cluster_membership::~cluster_membership() { halt(); }
 
 const std::string& cluster_membership::node_id() const { return s_->o.node_id; }
+const std::string& cluster_membership::incarnation() const { return s_->incarnation; }
 std::uint32_t cluster_membership::shard_count() const { return s_->shards; }
 std::uint32_t cluster_membership::shard_of(std::string_view agent_id) const {
   return troupe::shard_of(agent_id, s_->shards);
@@ -402,7 +421,8 @@ std::optional<shard_location> cluster_membership::locate(std::string_view agent_
                       run(c,
                           "SELECT s.holder, s.epoch, n.address FROM troupe_shards s "
                           "JOIN troupe_nodes n ON n.id = s.holder "
-                          "WHERE s.shard = $1 AND s.lease_until > now() AND n.state <> 'dead'",
+                          "WHERE s.shard = $1 AND s.lease_until > now() AND n.state <> 'dead' "
+                          "AND (n.incarnation = s.holder_incarnation OR n.incarnation = '')",
                           {std::to_string(shard)}),
                       "locate shard " + std::to_string(shard));
   if (r.rows() == 0) return std::nullopt;
@@ -476,6 +496,11 @@ cluster_counters cluster_membership::counters() const {
   cluster_counters out = s_->counted;
   out.rounds = s_->rounds;
   return out;
+}
+
+bool cluster_membership::superseded() const {
+  std::lock_guard lock(s_->mutex);
+  return s_->superseded;
 }
 
 std::optional<std::string> cluster_membership::last_error() const {

@@ -8,7 +8,7 @@
 // shards%nodes of them one more. A node short of its share takes free
 // shards, shards whose lease ran out and shards of dead nodes, each with a
 // compare-and-set that bumps the shard's epoch and revokes, in the same
-// statement, every thread lease taken under an older epoch of that shard;
+// transaction, every thread lease held under an older epoch of that shard;
 // a node over its share drains its surplus (the drain hook) and gives it
 // up once drained. No consensus beyond PostgreSQL's row locks.
 //
@@ -69,6 +69,11 @@ class cluster_membership {
   cluster_membership& operator=(const cluster_membership&) = delete;
 
   const std::string& node_id() const;
+  // This process's incarnation of the node: a token of its own, written into
+  // the node's row as it joins and named by its heartbeats, renewals and
+  // grants, so that a process that joins later with the same node id (this
+  // one was paused or cut off past dead_after) fences it.
+  const std::string& incarnation() const;
   std::uint32_t shard_count() const;
   std::uint32_t shard_of(std::string_view agent_id) const;
 
@@ -101,6 +106,11 @@ class cluster_membership {
   std::uint64_t rounds() const;
   bool wait_rounds(std::uint64_t more, std::chrono::milliseconds timeout);
   cluster_counters counters() const;
+  // Another process joined with this node's id while this one was silent
+  // past dead_after: at its next heartbeat this one reported every shard
+  // lost, gave up what the table still said it held, and stopped its rounds
+  // (it cannot join again while that process lives).
+  bool superseded() const;
   // The last round's failure (a statement that failed), if it failed.
   std::optional<std::string> last_error() const;
 

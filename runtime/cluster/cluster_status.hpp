@@ -29,7 +29,9 @@ struct shard_info {
   std::uint32_t shard = 0;
   std::string holder;  // empty: free
   std::uint64_t epoch = 0;
-  std::chrono::milliseconds lease_left{0};  // 0: run out (or free)
+  // 0: run out, free, or granted to an incarnation its node no longer has
+  // (a process with its id joined since).
+  std::chrono::milliseconds lease_left{0};
 };
 
 // Where an agent's shard is held, as a node last read it.

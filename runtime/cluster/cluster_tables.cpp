@@ -65,7 +65,8 @@ std::vector<node_info> read_nodes(PGconn* c) {
                          "SELECT n.id, n.address, n.build_id, n.state, "
                          "(extract(epoch FROM now() - n.heartbeat_at) * 1000)::bigint, "
                          "(extract(epoch FROM now() - n.started_at) * 1000)::bigint, "
-                         "(SELECT count(*) FROM troupe_shards s WHERE s.holder = n.id AND s.lease_until > now()) "
+                         "(SELECT count(*) FROM troupe_shards s WHERE s.holder = n.id AND s.lease_until > now() "
+                         "  AND (n.incarnation = s.holder_incarnation OR n.incarnation = '')) "
                          "FROM troupe_nodes n ORDER BY n.id"),
                      "read the nodes");
   std::vector<node_info> out;
@@ -80,16 +81,29 @@ std::vector<node_info> read_nodes(PGconn* c) {
 std::vector<shard_info> read_shards(PGconn* c) {
   result r = checked(c,
                      run(c,
-                         "SELECT shard, COALESCE(holder, ''), epoch, "
-                         "CASE WHEN lease_until > now() "
-                         "THEN (extract(epoch FROM lease_until - now()) * 1000)::bigint ELSE 0 END "
-                         "FROM troupe_shards ORDER BY shard"),
+                         "SELECT s.shard, COALESCE(s.holder, ''), s.epoch, "
+                         "CASE WHEN s.lease_until > now() AND NOT EXISTS (SELECT 1 FROM troupe_nodes n "
+                         "  WHERE n.id = s.holder AND n.incarnation <> '' AND n.incarnation <> s.holder_incarnation) "
+                         "THEN (extract(epoch FROM s.lease_until - now()) * 1000)::bigint ELSE 0 END "
+                         "FROM troupe_shards s ORDER BY s.shard"),
                      "read the shards");
   std::vector<shard_info> out;
   for (int i = 0; i < r.rows(); ++i)
     out.push_back(shard_info{static_cast<std::uint32_t>(r.int64(i, 0)), r.text(i, 1),
                              static_cast<std::uint64_t>(r.int64(i, 2)), std::chrono::milliseconds(r.int64(i, 3))});
   return out;
+}
+
+std::optional<shard_taken> take_shard(PGconn* c, std::uint32_t shard, const std::string& node_id,
+                                      const std::string& incarnation, std::uint64_t seen_epoch,
+                                      std::chrono::milliseconds ttl) {
+  result r = checked(
+      c,
+      run(c, "SELECT granted_epoch, revoked_leases FROM troupe_take_shard($1, $2, $3, $4, $5)",
+          {std::to_string(shard), node_id, incarnation, std::to_string(seen_epoch), std::to_string(ttl.count())}),
+      "take shard " + std::to_string(shard));
+  if (r.rows() == 0) return std::nullopt;
+  return shard_taken{static_cast<std::uint64_t>(r.int64(0, 0)), static_cast<std::uint64_t>(r.int64(0, 1))};
 }
 
 }  // namespace troupe::cluster

@@ -4,7 +4,12 @@
 // to the thread again and again, printing "committed N" (the thread's size)
 // after each, until it is killed or a commit is refused.
 //
-//   troupe_cluster_node_child CONNINFO NODE_ID
+// With "watch" it commits nothing: it prints "incarnation TOKEN" once it has
+// joined, then "held S:E S:E …" (shard:epoch, by shard) each time the shards
+// it holds change, and "superseded" before it exits, once another process
+// joined with its node id and replaced it.
+//
+//   troupe_cluster_node_child CONNINFO NODE_ID [watch]
 
 #include "runtime/clock.hpp"
 #include "runtime/cluster/cluster_membership.hpp"
@@ -29,12 +34,32 @@ class counting_ids final : public id_source {
   std::uint64_t n_ = 0;
 };
 
+int watch(cluster_membership& node) {
+  std::printf("incarnation %s\n", node.incarnation().c_str());
+  std::fflush(stdout);
+  std::string last = "-";
+  for (;;) {
+    node.wait_rounds(1, 1s);
+    std::string now = "held";
+    for (const shard_lease& l : node.shards_held())
+      now += " " + std::to_string(l.shard) + ":" + std::to_string(l.epoch);
+    if (now != last) std::printf("%s\n", now.c_str());
+    last = now;
+    if (node.superseded()) {
+      std::printf("superseded\n");
+      return 0;
+    }
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) return 2;
+  if (argc != 3 && !(argc == 4 && std::string(argv[3]) == "watch")) return 2;
   const cluster_options o = testing::test_node(argv[1], argv[2]);
   cluster_membership node(o);
+  if (argc == 4) return watch(node);
   postgres_store store(argv[1]);
   const std::string agent = "agent-1";
   const std::uint32_t shard = node.shard_of(agent);

@@ -727,6 +727,63 @@ constexpr const char* migrations[] = {
     R"(
   CREATE INDEX entries_approvals ON entries ((payload->>'agent'), thread_id, seq) WHERE kind = 'approval_request';
 )",
+    // 11: fencing of a node's incarnation, and a take that revokes what it
+    // must and nothing more (docs/cluster.md, "Fencing").
+    //
+    // Each process joining as a node writes an incarnation of its own into
+    // the node's row, and every grant records the incarnation it was made
+    // to. A paused process replaced by another with its id shares the id,
+    // not the incarnation: its heartbeat and renewals name its own and find
+    // nothing, and its grants count as a dead node's. A row without one was
+    // written by a node of an older troupe, whose grants are taken as its.
+    //
+    // The take becomes a function of two statements. In one, the revoke
+    // scanned the leases with the snapshot of the statement's start, before
+    // the grant waited for the shard's row (a thread lease taken under the
+    // old grant holds it FOR SHARE until it commits): a lease committed in
+    // that wait was not seen and survived the new grant. Its own statement
+    // takes its snapshot once the grant holds the row, so every lease taken
+    // under an older grant is committed by then, and no later one can be
+    // taken. It also rewrites only the leases still held (a revoked one has
+    // no owner), found through an index of those, instead of every lease the
+    // shard ever had at every take.
+    R"(
+  ALTER TABLE troupe_nodes ADD COLUMN incarnation text NOT NULL DEFAULT '';
+  ALTER TABLE troupe_shards ADD COLUMN holder_incarnation text NOT NULL DEFAULT '';
+  DROP INDEX leases_by_shard;
+  CREATE INDEX leases_held_by_shard ON leases (shard, shard_epoch) WHERE shard IS NOT NULL AND owner <> '';
+
+  -- The compare-and-set of a shard seen at p_seen_epoch: the next epoch to
+  -- p_node's incarnation p_incarnation, if nobody took the shard meanwhile
+  -- and it is free, run out, or held by a node that is dead, gone, or of
+  -- another incarnation; then every thread lease still held under an older
+  -- epoch is revoked. No row when the shard was not taken.
+  CREATE FUNCTION troupe_take_shard(p_shard integer, p_node text, p_incarnation text, p_seen_epoch bigint,
+                                    p_ttl_ms bigint)
+  RETURNS TABLE (granted_epoch bigint, revoked_leases bigint)
+  LANGUAGE plpgsql AS $$
+  DECLARE
+    v_epoch bigint;
+    v_revoked bigint;
+  BEGIN
+    UPDATE troupe_shards s SET holder = p_node, holder_incarnation = p_incarnation, epoch = s.epoch + 1,
+                               lease_until = now() + p_ttl_ms * interval '1 millisecond'
+      WHERE s.shard = p_shard AND s.epoch = p_seen_epoch
+        AND (s.holder IS NULL OR s.lease_until <= now()
+             OR NOT EXISTS (SELECT 1 FROM troupe_nodes n
+                            WHERE n.id = s.holder AND n.state <> 'dead'
+                              AND (n.incarnation = s.holder_incarnation OR n.incarnation = '')))
+      RETURNING s.epoch INTO v_epoch;
+    IF NOT FOUND THEN
+      RETURN;
+    END IF;
+    UPDATE leases l SET owner = '', epoch = l.epoch + 1, expires_at = 0
+      WHERE l.shard = p_shard AND l.shard_epoch < v_epoch AND l.owner <> '';
+    GET DIAGNOSTICS v_revoked = ROW_COUNT;
+    RETURN QUERY SELECT v_epoch, v_revoked;
+  END
+  $$;
+)",
 };
 static_assert(std::size(migrations) == schema_version);
 

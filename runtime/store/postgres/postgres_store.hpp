@@ -124,7 +124,7 @@ class postgres_store final : public thread_store, public conversation_store {
                                                    const boost::json::value& value) override;
   stored<void> delete_conversation(const std::string& conversation_id) override;
 
-  static constexpr int schema_version = 10;
+  static constexpr int schema_version = 11;
 
  private:
   stored<std::uint64_t> append_as(const thread_view& t, std::uint64_t expected_rev, const thread_lease* fence);

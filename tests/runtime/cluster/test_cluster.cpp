@@ -7,7 +7,9 @@
 
 #include "runtime/clock.hpp"
 #include "runtime/cluster/cluster_membership.hpp"
+#include "runtime/cluster/detail/cluster_tables.hpp"
 #include "runtime/cluster/shard_of.hpp"
+#include "runtime/store/postgres/detail/migrations.hpp"
 #include "support/cluster_nodes.hpp"
 #include "support/store_backends.hpp"
 #include "support/store_cases.hpp"
@@ -16,6 +18,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -443,4 +447,225 @@ TEST_CASE("a live node declared dead drops its shards, joins again and takes the
   CHECK(counted.acquired == 16);
   CHECK(counted.released == 0);
   CHECK(counted.failed_rounds == 0);
+}
+
+namespace {
+
+// One statement on `c`, which must succeed; its first value, if any.
+std::string exec(PGconn* c, const std::string& sql) {
+  PGresult* r = PQexec(c, sql.c_str());
+  const auto status = PQresultStatus(r);
+  const std::string error = PQerrorMessage(c);
+  const std::string first = status == PGRES_TUPLES_OK && PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "";
+  PQclear(r);
+  INFO(sql << ": " << error);
+  REQUIRE((status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK));
+  return first;
+}
+
+// A cluster of 8 shards as the tables hold it, shard 0 granted at epoch 1
+// to "old", a node declared dead, under a lease an hour long: a node may
+// take it, and "old" may still take thread leases under its grant.
+void old_holds_shard_0(PGconn* c) {
+  exec(c, "INSERT INTO troupe_cluster (shards) VALUES (8)");
+  exec(c, "INSERT INTO troupe_shards (shard) SELECT generate_series(0, 7)");
+  exec(c,
+       "INSERT INTO troupe_nodes (id, address, build_id, state, started_at, heartbeat_at) "
+       "VALUES ('old', 'old:1', 'x', 'dead', now(), now())");
+  exec(c,
+       "UPDATE troupe_shards SET holder = 'old', epoch = 1, lease_until = now() + interval '1 hour' WHERE shard = 0");
+}
+
+// A connection of the test's own, closed at the end of its scope.
+struct connection {
+  explicit connection(const std::string& uri) : c(PQconnectdb(uri.c_str())) { REQUIRE(PQstatus(c) == CONNECTION_OK); }
+  ~connection() { PQfinish(c); }
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+  PGconn* c;
+};
+
+}  // namespace
+
+TEST_CASE("a paused node replaced by a process with its node id holds nothing once it goes on, and stops") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  // The first membership's thread is held in its first acquired hook, as a
+  // SIGSTOP would hold the process: no round of it runs until let go.
+  std::mutex m;
+  std::condition_variable resumed;
+  bool go = false;
+  std::atomic<bool> paused{false};
+  auto let_go = [&] {
+    {
+      std::lock_guard lock(m);
+      go = true;
+    }
+    resumed.notify_all();
+  };
+  struct at_end {
+    std::function<void()> f;
+    ~at_end() { f(); }
+  } let_go_at_end{let_go};
+  recorded_losses lost;
+  cluster_hooks hooks = lost.hooks();
+  hooks.acquired = [&](const shard_lease&) {
+    if (paused.exchange(true)) return;
+    std::unique_lock lock(m);
+    resumed.wait(lock, [&] { return go; });
+  };
+  const cluster_options o = node(db, "twin");
+  cluster_membership first(o, hooks);
+  REQUIRE(eventually([&] { return paused.load(); }));
+  const std::vector<shard_lease> first_held = first.shards_held();
+  REQUIRE(first_held.size() == test_shards);
+  REQUIRE(eventually([&] {
+    const auto nodes = first.nodes();
+    return find_node(nodes, "twin") && find_node(nodes, "twin")->heartbeat_age > o.dead_after;
+  }));
+
+  cluster_membership second(node(db, "twin"));
+  CHECK(second.incarnation() != first.incarnation());
+  REQUIRE(eventually([&] { return shares_are({&second}, {8}); }));
+  const std::vector<shard_lease> second_held = second.shards_held();
+  // Granted anew, not adopted at the paused one's epochs.
+  for (std::size_t i = 0; i < test_shards; ++i) CHECK(second_held[i].epoch > first_held[i].epoch);
+
+  let_go();
+  REQUIRE(eventually([&] { return first.superseded(); }));
+  CHECK(first.shards_held().empty());
+  CHECK(lost.count() == test_shards);
+  CHECK(!first.wait_rounds(1, 1s));  // its rounds stopped
+  // The second's grants and row are untouched by the first's last round.
+  REQUIRE(second.wait_rounds(2, 10s));
+  CHECK(second.shards_held() == second_held);
+  CHECK(!second.superseded());
+  const auto nodes = second.nodes();
+  REQUIRE(find_node(nodes, "twin"));
+  CHECK(find_node(nodes, "twin")->state == node_state::active);
+  CHECK(find_node(nodes, "twin")->shards_held == test_shards);
+  CHECK(!second.last_error());
+}
+
+TEST_CASE("a thread lease taken under the old grant while the new grant waited for the shard is revoked by it") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  postgres_store& store = *db.store;
+  db.sql([](PGconn* c) {
+    old_holds_shard_0(c);
+    // A thread whose lease row is there from before, revoked by a grant of old.
+    exec(c,
+         "INSERT INTO leases (thread_id, owner, epoch, expires_at, shard, shard_epoch) "
+         "VALUES ('known', '', 3, 0, 0, 0)");
+  });
+  const shard_lease old_grant{0, "old", 1};
+  connection old_side(db.uri()), new_side(db.uri()), watcher(db.uri());
+  const std::string new_pid = exec(new_side.c, "SELECT pg_backend_pid()");
+
+  // The old holder takes two thread leases in a transaction of its own,
+  // which holds the shard's row (FOR SHARE) until it commits.
+  exec(old_side.c, "BEGIN");
+  std::map<std::string, std::uint64_t> old_epochs;
+  for (const std::string thread_id : {"late", "known"})
+    old_epochs[thread_id] =
+        std::stoull(exec(old_side.c, "SELECT held_epoch FROM troupe_take_lease_in_shard('" + thread_id +
+                                         "', 'old', 0, 'old', 1, 0, 9000000000000) WHERE status = 'taken'"));
+
+  // The new grant, in a transaction of its own, waits for that row.
+  std::optional<cluster::shard_taken> taken;
+  std::string failure;
+  std::thread granting([&] {
+    try {
+      exec(new_side.c, "BEGIN");
+      taken = cluster::take_shard(new_side.c, 0, "new", "new-incarnation", 1, 1h);
+      exec(new_side.c, "COMMIT");
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  });
+  const bool waited =
+      eventually([&] { return exec(watcher.c, "SELECT cardinality(pg_blocking_pids(" + new_pid + "))") != "0"; });
+  exec(old_side.c, "COMMIT");
+  granting.join();
+  REQUIRE(waited);
+  REQUIRE(failure.empty());
+  REQUIRE(taken);
+  CHECK(taken->epoch == 2);
+  CHECK(taken->revoked_leases == 2);
+
+  // Both leases are revoked: the old holder commits nothing more under them.
+  sequential_ids ids;
+  for (const std::string thread_id : {"late", "known"}) {
+    thread t(thread_id, 1);
+    t.append(note(1), 1, ids);
+    const auto stale = store.append_fenced(t, 0, thread_lease{"old", old_epochs[thread_id], 9'000'000'000'000});
+    REQUIRE(!stale);
+    CHECK(stale.error().type == "fenced");
+  }
+  CHECK(store.acquire_lease_in_shard("late", "old", old_grant, wall_clock_ms(), 1h).error().type == "fenced");
+}
+
+TEST_CASE("a take rewrites only the thread leases still held, however many the shard ever had") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  constexpr int gone = 10'000;
+  db.sql([&](PGconn* c) {
+    old_holds_shard_0(c);
+    // Leases of threads long moved on, revoked by earlier grants...
+    exec(c,
+         "INSERT INTO leases (thread_id, owner, epoch, expires_at, shard, shard_epoch) "
+         "SELECT 'gone-' || g, '', 2, 0, 0, 1 FROM generate_series(1, " +
+             std::to_string(gone) + ") g");
+    // ...and three still held under the old grant, one of them given up by
+    // its owner (who still names it).
+    exec(c,
+         "INSERT INTO leases (thread_id, owner, epoch, expires_at, shard, shard_epoch) VALUES "
+         "('held-1', 'old', 5, 9000000000000, 0, 1), ('held-2', 'old', 5, 9000000000000, 0, 1), "
+         "('released', 'old', 5, 0, 0, 1)");
+    exec(c, "ANALYZE leases");
+  });
+  connection c(db.uri());
+  const auto first = cluster::take_shard(c.c, 0, "new", "new-incarnation", 1, 1h);
+  REQUIRE(first);
+  CHECK(first->revoked_leases == 3);
+  CHECK(exec(c.c, "SELECT count(*) FROM leases WHERE owner = '' AND epoch = 6") == "3");
+  // The revoked ones were left as they were, not rewritten again.
+  CHECK(exec(c.c, "SELECT count(*) FROM leases WHERE thread_id LIKE 'gone-%' AND epoch = 2") == std::to_string(gone));
+
+  // The next take has nothing left to revoke.
+  const auto second = cluster::take_shard(c.c, 0, "newer", "newer-incarnation", first->epoch, 1h);
+  REQUIRE(second);
+  CHECK(second->revoked_leases == 0);
+  CHECK(exec(c.c, "SELECT count(*) FROM leases WHERE epoch = 6") == "3");
+}
+
+TEST_CASE("a cluster's database of schema 10 is upgraded in place, and its grants and leases carry on") {
+  postgres_backend db({}, postgres_backend::opening::later);
+  REQUIRE_BACKEND(db);
+  // As nodes of a troupe of schema 10 left it: "old" holds every shard at
+  // epoch 3 and has not heartbeat for a minute; it holds one thread lease.
+  db.sql([](PGconn* c) {
+    postgres::migrate(c, 10);
+    exec(c, "INSERT INTO troupe_cluster (shards) VALUES (8)");
+    exec(c, "INSERT INTO troupe_nodes VALUES ('old', 'old:1', 'x', 'active', now(), now() - interval '1 minute')");
+    exec(c, "INSERT INTO troupe_shards SELECT g, 'old', 3, now() + interval '1 hour' FROM generate_series(0, 7) g");
+    exec(c, "INSERT INTO leases VALUES ('t', 'old', 4, 9000000000000, 0, 3), ('r', '', 5, 0, 0, 2)");
+  });
+  db.reopen();
+  db.sql([](PGconn* c) { CHECK(exec(c, "SELECT max(version) FROM troupe_schema") == "11"); });
+
+  cluster_membership b(node(db, "b"));
+  REQUIRE(eventually([&] { return shares_are({&b}, {8}); }));
+  for (const shard_lease& l : b.shards_held()) CHECK(l.epoch == 4);
+  const auto nodes = b.nodes();
+  REQUIRE(find_node(nodes, "old"));
+  CHECK(find_node(nodes, "old")->state == node_state::dead);
+
+  sequential_ids ids;
+  thread t("t", 1);
+  t.append(note(1), 1, ids);
+  CHECK(db.store->append_fenced(t, 0, thread_lease{"old", 4, 9'000'000'000'000}).error().type == "fenced");
+  const auto mine = db.store->acquire_lease_in_shard("t", "b", *held(b, 0), wall_clock_ms(), 1h);
+  REQUIRE(mine);
+  CHECK(db.store->append_fenced(t, 0, *mine));
 }

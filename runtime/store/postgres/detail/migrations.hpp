@@ -7,7 +7,7 @@
 
 namespace troupe::postgres {
 
-inline constexpr int schema_version = 10;
+inline constexpr int schema_version = 11;
 
 // Brings the database behind `c` to schema_version (tests stop at an
 // earlier `target` to build a database as an older troupe left it). Throws
