@@ -55,11 +55,21 @@ std::optional<std::string> request::state::settle(reply r) {
       thrown = std::move(again);
     }
   }
+  const bool final = !r.paused();
   {
     std::lock_guard lock(mutex_);
     result_ = std::move(r);
   }
   finished_.notify_all();
+  // Nothing calls them after a final reply, and what they capture (often
+  // what holds this state) is let go with them; a paused request keeps them
+  // for the end that takes the pause's place.
+  if (final) {
+    std::function<void(const stream_event&)> events = std::move(on_event);
+    std::function<void(const reply&)> replies = std::move(on_reply);
+    on_event = nullptr;
+    on_reply = nullptr;
+  }
   return thrown;
 }
 

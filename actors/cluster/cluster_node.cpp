@@ -47,21 +47,74 @@ reply failed(const std::string& request_id, const char* type, std::string messag
 
 }  // namespace
 
+struct routed_ask;
+
+// Routed asks that ended paused. The attempt that paused is kept for a
+// cancel, which goes through it to the agent's thread, and that attempt's
+// callbacks keep the routed ask: a cycle no reply ends, since the request
+// goes on under a decision's handle. Each is held here until a decision
+// through this node ends its request, another pause of it takes its place,
+// or its approvals expired (the agent ends the pause itself then), and is
+// let go of then.
+class paused_asks {
+ public:
+  void hold(const std::string& request_id, std::shared_ptr<routed_ask> r, std::int64_t until_ms, std::int64_t now_ms);
+  // A decision through this node ended the request (or paused it again, as
+  // a routed ask of its own).
+  void decided(const std::string& request_id, const routed_ask* by);
+  std::size_t size() const;
+
+ private:
+  struct held_ask {
+    std::shared_ptr<routed_ask> ask;
+    std::int64_t until_ms;
+  };
+  mutable std::mutex m_;
+  std::unordered_map<std::string, held_ask> held_;
+  std::int64_t next_purge_ms_ = 0;
+};
+
 // One ask or decision through the cluster, over its attempts.
-struct routed_ask {
+struct routed_ask : std::enable_shared_from_this<routed_ask> {
   std::shared_ptr<request::state> s;
   std::variant<std::string, decision> what;  // the question, or the decision
   ask_options options;                       // without the callbacks, which `s` holds
   steady::time_point give_up;
+  std::weak_ptr<paused_asks> paused;
 
   std::mutex m;
   std::optional<request> current;
   std::optional<std::string> cancelled;
 
-  // The request's end, told once, after its last attempt.
+  // The request's end, told once, after its last attempt (settle tells
+  // on_event too).
   void finish(reply end) {
-    if (s->on_event) s->notify(request_finished_event{end});
+    const std::string id = s->id;
+    if (auto held = paused.lock()) {
+      if (end.paused()) {
+        held->hold(id, shared_from_this(), until_of(end), wall_clock_ms());
+      } else if (decides() && !std::holds_alternative<error_info>(end.outcome)) {
+        held->decided(id, this);
+      }
+    }
     s->settle(std::move(end));
+  }
+
+  // What keeps this ask: its attempt that paused.
+  void let_go() {
+    std::optional<request> attempt;
+    std::lock_guard lock(m);
+    attempt.swap(current);
+  }
+
+  // When the last of a pause's approvals expires; a day when one has no expiry.
+  static std::int64_t until_of(const reply& paused_end) {
+    std::int64_t until = 0;
+    for (const open_approval& a : paused_end.pending) {
+      if (a.expires_at == 0) return wall_clock_ms() + 24 * 3600 * 1000;
+      until = std::max(until, a.expires_at);
+    }
+    return until;
   }
 
   bool decides() const { return std::holds_alternative<decision>(what); }
@@ -73,6 +126,45 @@ struct routed_ask {
     return target.ask(std::get<std::string>(what), std::move(o));
   }
 };
+
+void paused_asks::hold(const std::string& request_id, std::shared_ptr<routed_ask> r, std::int64_t until_ms,
+                       std::int64_t now_ms) {
+  std::vector<std::shared_ptr<routed_ask>> ended;  // let go of outside the lock
+  {
+    std::lock_guard lock(m_);
+    auto [it, fresh] = held_.try_emplace(request_id);
+    if (!fresh && it->second.ask != r) ended.push_back(std::move(it->second.ask));
+    it->second = held_ask{std::move(r), until_ms};
+    if (now_ms >= next_purge_ms_) {
+      next_purge_ms_ = now_ms + 60'000;
+      for (auto i = held_.begin(); i != held_.end();)
+        if (i->second.until_ms < now_ms) {
+          ended.push_back(std::move(i->second.ask));
+          i = held_.erase(i);
+        } else {
+          ++i;
+        }
+    }
+  }
+  for (auto& a : ended) a->let_go();
+}
+
+void paused_asks::decided(const std::string& request_id, const routed_ask* by) {
+  std::shared_ptr<routed_ask> ended;
+  {
+    std::lock_guard lock(m_);
+    auto it = held_.find(request_id);
+    if (it == held_.end() || it->second.ask.get() == by) return;
+    ended = std::move(it->second.ask);
+    held_.erase(it);
+  }
+  ended->let_go();
+}
+
+std::size_t paused_asks::size() const {
+  std::lock_guard lock(m_);
+  return held_.size();
+}
 
 struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
   cluster_node_options options;
@@ -100,6 +192,7 @@ struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
   bool work_stopping = false;
   std::thread worker;
 
+  std::shared_ptr<paused_asks> paused = std::make_shared<paused_asks>();
   std::atomic<std::uint64_t> local_asks{0}, remote_asks{0}, retries{0};
   std::atomic<bool> closing{false};
 
@@ -217,10 +310,7 @@ struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
       if (auto self = weak.lock()) {
         self->strike_off(l);
         // Lost and granted again while it drained: its agents start again.
-        if (self->holds(l.shard))
-          self->post({}, [self = self.get(), shard = l.shard](bool run) {
-            if (run) self->start_agents(shard);
-          });
+        self->start_again_if_held(l.shard);
       }
       drained();
     };
@@ -228,12 +318,26 @@ struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
     one_stopped(true);
   }
 
+  // A lost shard's agents stop at once. Not waited for: a stop that takes
+  // long (a slow commit) must not hold the node's thread, and a shard
+  // granted again before an agent was gone finds it still running, so each
+  // stopped agent is started again if its shard is held by then.
   void stop_agents(std::uint32_t shard) {
     if (holds(shard)) return;  // granted again meanwhile
     auto it = specs_by_shard.find(shard);
     if (it == specs_by_shard.end()) return;
     for (const agent_spec& spec : it->second)
-      if (auto a = rt->find_agent(spec.id)) a->stop();
+      if (auto a = rt->find_agent(spec.id))
+        a->drain(std::chrono::milliseconds(0), [weak = weak_from_this(), shard](bool) {
+          if (auto self = weak.lock()) self->start_again_if_held(shard);
+        });
+  }
+
+  void start_again_if_held(std::uint32_t shard) {
+    if (holds(shard))
+      post({}, [this, shard](bool run) {
+        if (run) start_agents(shard);
+      });
   }
 
   void post(std::chrono::milliseconds delay, std::function<void(bool run)> f) {
@@ -496,6 +600,7 @@ request route(const std::shared_ptr<cluster_agent::impl>& node, const std::strin
   r->what = std::move(what);
   r->options = std::move(options);
   r->give_up = steady::now() + node->options.route_timeout;
+  r->paused = node->paused;
   r->s->cancel_elsewhere = [weak = std::weak_ptr<routed_ask>(r)](std::string reason) {
     auto r = weak.lock();
     if (!r) return;

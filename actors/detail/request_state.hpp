@@ -26,6 +26,8 @@ struct request::state {
   // does anything, unless it was a paused reply: the request's end (a
   // cancel's) then takes its place. A callback that throws does not escape: the reply becomes
   // callback_failed, and what it threw is returned for the caller to report.
+  // After a final reply the callbacks are let go: the caller must hold the
+  // state for the call (the last reference may have been in a callback).
   std::optional<std::string> settle(reply r);
   // Runs on_event for an event of the running request; what it threw, if anything.
   std::optional<std::string> notify(const stream_event& e);

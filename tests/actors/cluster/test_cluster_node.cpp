@@ -23,7 +23,9 @@
 #include "support/runtime_harness.hpp"
 #include "support/store_backends.hpp"
 #include "support/store_cases.hpp"
+#include "support/watched_store.hpp"
 
+#include <libpq-fe.h>
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -916,4 +918,139 @@ TEST_CASE("a rolling restart under load, each node in turn leaving and a new one
     CHECK(writers.size() >= 2);
     CHECK(writers.size() <= epochs_after.at(shard) - epochs_before.at(shard) + 1);
   }
+}
+
+namespace {
+
+// Something a callback holds, and a way to see when it was let go of.
+struct sentinel {
+  std::shared_ptr<int> held = std::make_shared<int>(0);
+  std::weak_ptr<int> watch = held;
+  // For a callback; the test's own reference goes with let_go().
+  std::shared_ptr<int> share() const { return held; }
+  void let_go() { held.reset(); }
+  bool gone() const { return watch.expired(); }
+};
+
+// A paused ask of `agent` through `via`, then its decision there: the
+// callbacks of both, each holding a sentinel of its own, and how often each
+// heard its end.
+struct ask_and_decide {
+  sentinel asked, decided;
+  std::atomic<int> asked_ends{0}, decided_ends{0};
+
+  void run(cluster_node& via, const std::string& agent) {
+    reply paused;
+    {
+      ask_options o{.thread_id = "t"};
+      o.on_event = [keep = asked.share(), this](const stream_event& e) {
+        asked_ends += std::holds_alternative<request_finished_event>(e);
+      };
+      o.on_reply = [keep = asked.share()](const reply&) {};
+      paused = must_reply(via.agent(agent).ask("mail bob", std::move(o)));
+    }
+    REQUIRE(paused.paused());
+    ask_options o{.thread_id = "t"};
+    o.on_event = [keep = decided.share(), this](const stream_event& e) {
+      decided_ends += std::holds_alternative<request_finished_event>(e);
+    };
+    o.on_reply = [keep = decided.share()](const reply&) {};
+    const reply done =
+        must_reply(via.agent(agent).decide(decision{paused.request_id, "s1", verdict::approve, "", {}, "ana", ""}, o));
+    CHECK(answer_of(done) == "done: sent to bob");
+    asked.let_go();
+    decided.let_go();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a routed ask tells its end to on_event once, asked here or elsewhere") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  two_nodes n(db.uri());
+  const std::string near = agent_held_by(db.uri(), n.a, {4, 4});
+  for (const std::string& agent : {near, n.far}) {
+    INFO("agent " << agent << (agent == near ? " (held here)" : " (held elsewhere)"));
+    ask_and_decide run;
+    run.run(n.a, agent);
+    CHECK(run.asked_ends == 1);  // its pause
+    CHECK(run.decided_ends == 1);
+  }
+}
+
+TEST_CASE("a routed ask lets go of its caller's callbacks once it ended, here or elsewhere") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  two_nodes n(db.uri());
+  const std::string near = agent_held_by(db.uri(), n.a, {4, 4});
+  for (const std::string& agent : {near}) {
+    INFO("agent " << agent << (agent == near ? " (held here)" : " (held elsewhere)"));
+    ask_and_decide run;
+    run.run(n.a, agent);
+    // The decision's request ended: nothing keeps what its callbacks hold.
+    CHECK(eventually([&] { return run.decided.gone(); }, 5s));
+    // The paused ask was ended by the decision: its callbacks go too (they
+    // were kept for a cancel while it paused).
+    CHECK(eventually([&] { return run.asked.gone(); }, 5s));
+  }
+}
+
+TEST_CASE("an agent still stopping when its lost shard is granted again runs again once it stopped") {
+  postgres_backend db;
+  REQUIRE_BACKEND(db);
+  auto model = std::make_shared<scripted_provider>([](const llm_stream&) { return scripted_reply::text("hello"); });
+  auto o = in_process_node(db.uri(), "a-node", model);
+  o.route_timeout = 3s;
+  std::shared_ptr<watched_store> stalling;
+  o.wrap_threads = [&](std::shared_ptr<thread_store> s) {
+    stalling = std::make_shared<watched_store>(std::move(s));
+    return stalling;
+  };
+  cluster_node a(std::move(o));
+  REQUIRE(eventually([&] { return a.local().agent_ids().size() == static_cast<std::size_t>(agents); }, 15s));
+  const std::string agent = agent_of(0);
+  const std::uint32_t shard = shard_of(agent, shards);
+  auto holds = [&] {
+    for (const shard_lease& l : a.membership().shards_held())
+      if (l.shard == shard) return true;
+    return false;
+  };
+
+  // A commit of the agent stalls, so its stop waits on it.
+  stalling->hold_commits();
+  struct release_at_exit {
+    watched_store& s;
+    ~release_at_exit() { s.release_commits(); }
+  } released{*stalling};
+  request stalled = a.agent(agent).ask("hi", {.thread_id = "stalled"});
+  REQUIRE(eventually([&] { return stalling->commits_held() > 0; }, 10s));
+
+  // The shard goes to another node, which then dies: a-node takes it back.
+  // Its agent was told to stop meanwhile, and is still stopping.
+  PGconn* c = PQconnectdb(db.uri().c_str());
+  REQUIRE(PQstatus(c) == CONNECTION_OK);
+  auto sql = [&](const std::string& statement) {
+    PGresult* r = PQexec(c, statement.c_str());
+    INFO(statement << ": " << PQresultErrorMessage(r));
+    CHECK(std::string(PQcmdTuples(r)) == "1");
+    PQclear(r);
+  };
+  sql("INSERT INTO troupe_nodes (id, address, build_id, state, started_at, heartbeat_at) VALUES ('z', 'z:1', 'x', "
+      "'active', now(), now() + interval '1 hour')");
+  sql("UPDATE troupe_shards SET holder = 'z', epoch = epoch + 1, lease_until = now() + interval '1 hour' WHERE shard "
+      "= " +
+      std::to_string(shard));
+  REQUIRE(eventually([&] { return !holds(); }, 10s));
+  sql("UPDATE troupe_nodes SET state = 'dead', heartbeat_at = now() - interval '1 hour' WHERE id = 'z'");
+  sql("UPDATE troupe_shards SET lease_until = now() WHERE shard = " + std::to_string(shard));
+  PQfinish(c);
+  REQUIRE(eventually(holds, 10s));
+  // Longer than agent::stop waits: the stop gave up before the agent went.
+  std::this_thread::sleep_for(11s);
+  stalling->release_commits();
+  (void)stalled.await(10s);
+
+  const reply again = must_reply(a.agent(agent).ask("hi again", {.thread_id = "after"}));
+  CHECK(answer_of(again) == "hello");
 }
