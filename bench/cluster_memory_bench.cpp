@@ -16,10 +16,12 @@
 // with the default 10,000 the loaded threads would grow with N as well, and
 // hide what the routing keeps. --crossing picks the agents: 0 only those
 // node a runs (no ask crosses), 1 all of them (about half cross), 2 only
-// those node b runs (every ask crosses the transport).
+// those node b runs (every ask crosses the transport). --unrouted (with
+// --crossing 0) asks node a's runtime itself, past the routing: the
+// baseline, what the runtime alone keeps an ask.
 //
 //   cluster_memory_bench CONNINFO [--asks N] [--in-flight W] [--loaded-threads K]
-//                        [--asks-per-thread T] [--crossing 0|1|2]
+//                        [--asks-per-thread T] [--crossing 0|1|2] [--unrouted]
 
 #include "apps/simulation.hpp"
 #include "bench_support.hpp"
@@ -33,6 +35,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -47,6 +50,7 @@ struct settings {
   std::size_t loaded_threads = 4;
   std::size_t asks_per_thread = 16;
   std::size_t crossing = 1;
+  bool unrouted = false;
 };
 
 // Pages freed but kept by the allocator are not what the nodes hold.
@@ -64,7 +68,9 @@ class bounded_asks {
  public:
   explicit bounded_asks(std::size_t limit) : limit_(limit) {}
 
-  void send(const cluster_agent& to, std::string thread_id) {
+  // `to`: a cluster_agent (routed) or an agent (its runtime asked directly).
+  template <class agent_handle>
+  void send(const agent_handle& to, std::string thread_id) {
     std::unique_lock lock(m_);
     changed_.wait(lock, [&] { return in_flight_ < limit_; });
     ++in_flight_;
@@ -105,7 +111,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: cluster_memory_bench CONNINFO [--asks N] [--in-flight W] [--loaded-threads K] "
-                 "[--asks-per-thread T] [--crossing 0|1|2]\n");
+                 "[--asks-per-thread T] [--crossing 0|1|2] [--unrouted]\n");
     return 2;
   }
   settings s;
@@ -115,8 +121,9 @@ int main(int argc, char** argv) {
   s.loaded_threads = bench::flag(argc, argv, "--loaded-threads", s.loaded_threads);
   s.asks_per_thread = std::max<std::size_t>(1, bench::flag(argc, argv, "--asks-per-thread", s.asks_per_thread));
   s.crossing = bench::flag(argc, argv, "--crossing", s.crossing);
-  if (s.crossing > 2 || s.in_flight == 0) {
-    std::fprintf(stderr, "--crossing is 0, 1 or 2, --in-flight at least 1\n");
+  for (int i = 1; i < argc; ++i) s.unrouted = s.unrouted || std::strcmp(argv[i], "--unrouted") == 0;
+  if (s.crossing > 2 || s.in_flight == 0 || (s.unrouted && s.crossing != 0)) {
+    std::fprintf(stderr, "--crossing is 0, 1 or 2 (0 with --unrouted), --in-flight at least 1\n");
     return 2;
   }
 
@@ -136,19 +143,29 @@ int main(int argc, char** argv) {
   for (cluster_node* n : {&a, &b}) n->membership().wait_rounds(1, std::chrono::seconds(5));
 
   std::vector<cluster_agent> agents;
+  std::vector<agent> unrouted;  // the same agents, held by node a's runtime
   for (std::size_t i = 0; i < agent_count; ++i) {
     const auto where = a.membership().locate(bench::agent_name(i));
     const bool on_a = where && where->node_id == a.id();
-    if (s.crossing == 1 || on_a == (s.crossing == 0)) agents.push_back(a.agent(bench::agent_name(i)));
+    if (s.crossing != 1 && on_a != (s.crossing == 0)) continue;
+    agents.push_back(a.agent(bench::agent_name(i)));
+    if (!s.unrouted) continue;
+    const std::optional<agent> local = a.local().find_agent(bench::agent_name(i));
+    if (!local) {
+      std::fprintf(stderr, "node a holds %s's shard but does not run it\n", bench::agent_name(i).c_str());
+      return 1;
+    }
+    unrouted.push_back(*local);
   }
   if (agents.empty()) {
     std::fprintf(stderr, "no agent runs where --crossing %zu wants one\n", s.crossing);
     return 1;
   }
   std::printf(
-      "%zu asks through node a, %zu in flight, to %zu of %zu agents (--crossing %zu), "
+      "%zu asks through node a, %zu in flight, to %zu of %zu agents (--crossing %zu%s), "
       "%zu asks a thread, %zu threads loaded an agent\n",
-      s.asks, s.in_flight, agents.size(), agent_count, s.crossing, s.asks_per_thread, s.loaded_threads);
+      s.asks, s.in_flight, agents.size(), agent_count, s.crossing, s.unrouted ? ", unrouted" : "", s.asks_per_thread,
+      s.loaded_threads);
 
   bounded_asks asks(s.in_flight);
   std::size_t sent = 0;
@@ -159,7 +176,11 @@ int main(int argc, char** argv) {
       // W threads in use at a time, each given its T asks before the next W start.
       const std::size_t round = sent / (s.in_flight * s.asks_per_thread);
       const std::size_t thread = round * s.in_flight + sent % s.in_flight;
-      asks.send(agents[thread % agents.size()], run + "-" + std::to_string(thread));
+      const std::string thread_id = run + "-" + std::to_string(thread);
+      if (s.unrouted)
+        asks.send(unrouted[thread % unrouted.size()], thread_id);
+      else
+        asks.send(agents[thread % agents.size()], thread_id);
     }
     if (!asks.drain(std::chrono::seconds(300))) {
       std::fprintf(stderr, "asks were still in flight after 5 minutes\n");
