@@ -1,5 +1,6 @@
 #include "actors/cluster/node.hpp"
 
+#include "actors/cluster/detail/local_messages.hpp"
 #include "actors/cluster/detail/node_impl.hpp"
 #include "actors/cluster/detail/wire.hpp"
 #include "actors/detail/protocols.hpp"
@@ -58,7 +59,7 @@ node::impl::impl(runtime::impl& r, node_options o) : options(std::move(o)), rt(r
                     : system->middleman().publish(gateway, *options.listen_port, options.listen_host.c_str(), true);
     if (!port) {
       const std::string why = system->render(port.error());
-      caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
+      caf::anon_send(gateway, local::gateway_stop{});
       throw std::runtime_error("cannot listen on " + options.listen_host + ":" + std::to_string(*options.listen_port) +
                                ": " + why);
     }
@@ -94,14 +95,14 @@ void node::impl::close() {
     const auto patience = std::chrono::seconds(10);
     if (address) system->middleman().unpublish(gateway, address->port);
     // Requests run here for other nodes first: cancelled, and their ends sent.
-    self->request(gateway, patience, shutdown_atom::value).receive([](bool) {}, [](caf::error&) {});
+    self->request(gateway, patience, local::gateway_close{}).receive([](bool) {}, [](caf::error&) {});
     {
       std::unique_lock lock(gate->mutex);
       gate->open = false;
     }
     for (auto& [where, link] : ending)
-      self->request(link, patience, shutdown_atom::value).receive([](bool) {}, [](caf::error&) {});
-    self->send_exit(gateway, caf::exit_reason::user_shutdown);
+      self->request(link, patience, local::link_close{}).receive([](bool) {}, [](caf::error&) {});
+    self->send(gateway, local::gateway_stop{});
   }
   system->await_all_actors_done();
 }
@@ -147,9 +148,9 @@ request send_to(const std::weak_ptr<node::impl>& weak, const node_address& peer,
   s->cancel_elsewhere = [weak, peer, key = envelope.key](std::string reason) {
     auto n = weak.lock();
     if (!n) return;
-    if (caf::actor link = n->link_to(peer)) caf::anon_send(link, rcancel_atom::value, key, std::move(reason));
+    if (caf::actor link = n->link_to(peer)) caf::anon_send(link, local::link_cancel{key, std::move(reason)});
   };
-  caf::anon_send(link, rask_atom::value, std::move(envelope), std::move(s));
+  caf::anon_send(link, local::link_ask{std::move(envelope), std::move(s)});
   return handle;
 }
 

@@ -22,10 +22,19 @@ std::string hex(const unsigned char* data, std::size_t n) {
   return out;
 }
 
-std::string proof(std::string_view secret, std::string_view role, std::string_view caller_nonce,
-                  std::string_view gateway_nonce) {
+std::string proof(std::string_view secret, std::string_view role, const transcript& t) {
+  // No field holds a newline (node ids and nonces are checked or made
+  // here), so no two transcripts give the same message.
   std::string message;
-  message.append(role).append("\n").append(caller_nonce).append("\n").append(gateway_nonce);
+  message.append(role)
+      .append("\n")
+      .append(t.caller_node)
+      .append("\n")
+      .append(t.gateway_node)
+      .append("\n")
+      .append(t.caller_nonce)
+      .append("\n")
+      .append(t.gateway_nonce);
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   if (!HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
@@ -42,13 +51,18 @@ std::string nonce() {
   return hex(bytes, sizeof bytes);
 }
 
-std::string gateway_proof(std::string_view secret, std::string_view caller_nonce, std::string_view gateway_nonce) {
-  return proof(secret, "troupe gateway", caller_nonce, gateway_nonce);
+bool is_nonce(std::string_view text) {
+  if (text.size() != 64) return false;
+  for (char c : text)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
 }
 
-std::string caller_proof(std::string_view secret, std::string_view caller_nonce, std::string_view gateway_nonce) {
-  return proof(secret, "troupe caller", caller_nonce, gateway_nonce);
-}
+std::string gateway_proof(std::string_view secret, const transcript& t) { return proof(secret, "troupe gateway", t); }
+
+std::string caller_proof(std::string_view secret, const transcript& t) { return proof(secret, "troupe caller", t); }
+
+std::string session_token(std::string_view secret, const transcript& t) { return proof(secret, "troupe session", t); }
 
 bool same(std::string_view a, std::string_view b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;

@@ -4,9 +4,13 @@
 // and proves that it does, then sends the asks it queued meanwhile. Events
 // that come back drive the requests' callbacks, as a broker's do locally.
 // When the connection drops, every request that ran there ends with
-// node_lost; the next ask connects again.
+// node_lost; the next ask connects again (and proves itself again).
+// Only the node's own actors control a link (local_messages.hpp); from the
+// other node it takes only events that name the handshake's token.
 
+#include "actors/cluster/detail/guarded_actor.hpp"
 #include "actors/cluster/detail/handshake.hpp"
+#include "actors/cluster/detail/local_messages.hpp"
 #include "actors/cluster/detail/node_impl.hpp"
 #include "actors/cluster/detail/wire.hpp"
 #include "actors/detail/protocols.hpp"
@@ -37,12 +41,13 @@ struct running_request {
 struct link_state {
   enum phase_t { idle, connecting, ready } phase = idle;
   caf::actor gateway;
-  std::vector<outgoing> queued;  // while connecting
+  std::string token;             // the session's, once ready
+  std::vector<outgoing> queued;  // while connecting  // while connecting
   std::unordered_map<std::uint64_t, running_request> running;
   static inline const char* name = "troupe_peer_link";
 };
 
-using link_actor = caf::stateful_actor<link_state>;
+using link_actor = guarded_actor<link_state>;
 
 reply failure(const state_ptr& s, const char* type, std::string message) {
   return reply{s->id, error_info::of(type, std::move(message)), {}, 0};
@@ -80,15 +85,15 @@ caf::behavior peer_link(link_actor* self, peer_settings settings) {
   };
   auto disconnect = [self] {
     auto& st = self->state;
-    if (st.gateway) self->demonitor(st.gateway);
     st.gateway = caf::actor();
+    st.token.clear();
     st.phase = link_state::idle;
   };
   auto send_ask = [self, settle, settings, where](outgoing o) {
     auto& st = self->state;
     const std::uint64_t key = o.envelope.key;
     st.running.insert_or_assign(key, running_request{std::move(o.state)});
-    self->request(st.gateway, settings.connect_timeout, rask_atom::value, std::move(o.envelope))
+    self->request(st.gateway, settings.connect_timeout, rask_atom::value, st.token, std::move(o.envelope))
         .then(
             [self, settle, key, settings](std::string& type, std::string& message, std::int64_t deadline_ms) {
               auto& st = self->state;
@@ -99,7 +104,7 @@ caf::behavior peer_link(link_actor* self, peer_settings settings) {
                 return;
               }
               self->delayed_send(self, std::chrono::milliseconds(deadline_ms) + settings.reply_grace,
-                                 timeout_atom::value, key);
+                                 local::link_deadline{key});
             },
             [self, settle, key, where](caf::error& e) {
               auto it = self->state.running.find(key);
@@ -141,29 +146,40 @@ caf::behavior peer_link(link_actor* self, peer_settings settings) {
         settings.tls ? self->system().openssl_manager().actor_handle() : self->system().middleman().actor_handle();
     self->request(mm, settings.connect_timeout, caf::connect_atom::value, settings.address.host, settings.address.port)
         .then(
-            [=](const caf::node_id&, caf::strong_actor_ptr& gateway, const std::set<std::string>&) {
+            [=](const caf::node_id& gateway_node, caf::strong_actor_ptr& gateway, const std::set<std::string>&) {
               if (!gateway) {
                 connection_failed(caf::make_error(caf::sec::no_actor_published_at_port));
                 return;
               }
               self->state.gateway = caf::actor_cast<caf::actor>(gateway);
-              self->monitor(self->state.gateway);
+              // The proxy ends with the connection. Not a monitor: a
+              // down_msg is something any peer can send.
+              gateway->get()->attach_functor(
+                  [link = self->address(), g = self->state.gateway.address()](const caf::error& reason) {
+                    if (auto l = caf::actor_cast<caf::actor>(link)) caf::anon_send(l, local::gateway_lost{g, reason});
+                  });
               auto ours = handshake::nonce();
+              auto ids = std::make_shared<std::pair<std::string, std::string>>(
+                  caf::to_string(self->home_system().node()), caf::to_string(gateway_node));
               self->request(self->state.gateway, settings.connect_timeout, hello_atom::value, ours)
                   .then(
                       [=](std::string& theirs, std::string& their_proof) {
-                        if (!handshake::same(their_proof, handshake::gateway_proof(settings.secret, ours, theirs))) {
+                        const handshake::transcript t{ids->first, ids->second, ours, theirs};
+                        if (!handshake::is_nonce(theirs) ||
+                            !handshake::same(their_proof, handshake::gateway_proof(settings.secret, t))) {
                           refuse(where + " does not know this cluster's secret");
                           return;
                         }
-                        self->request(self->state.gateway, settings.connect_timeout, proof_atom::value,
-                                      handshake::caller_proof(settings.secret, ours, theirs))
+                        self->request(self->state.gateway, settings.connect_timeout, proof_atom::value, theirs,
+                                      handshake::caller_proof(settings.secret, t))
                             .then(
                                 [=](bool accepted) {
                                   if (!accepted) {
                                     refuse(where + " refused this node: it does not share the cluster's secret");
                                     return;
                                   }
+                                  self->state.token = handshake::session_token(settings.secret,
+                                                                               {ids->first, ids->second, ours, theirs});
                                   self->state.phase = link_state::ready;
                                   flush();
                                 },
@@ -174,17 +190,14 @@ caf::behavior peer_link(link_actor* self, peer_settings settings) {
             connection_failed);
   };
 
-  self->set_down_handler([self, where, fail_all, disconnect](caf::down_msg& down) {
-    if (down.source != self->state.gateway) return;
-    disconnect();
-    fail_all(error_type::node_lost, "lost the connection to " + where + " (" + self->system().render(down.reason) + ")",
-             false);
-  });
+  // Whatever no handler takes (a peer's guess at a message) is dropped
+  // without a word: CAF would print each one.
+  self->set_default_handler(caf::drop);
 
   return {
-      [self, connect, send_ask](rask_atom, ask_envelope& envelope, state_ptr& state) {
+      [self, connect, send_ask](local::link_ask& ask) {
         auto& st = self->state;
-        outgoing o{std::move(envelope), std::move(state)};
+        outgoing o{std::move(ask.envelope), std::move(ask.state)};
         if (st.phase == link_state::ready) {
           send_ask(std::move(o));
           return;
@@ -192,8 +205,10 @@ caf::behavior peer_link(link_actor* self, peer_settings settings) {
         st.queued.push_back(std::move(o));
         if (st.phase == link_state::idle) connect();
       },
-      [self, settle](rcancel_atom, std::uint64_t key, std::string& reason) {
+      [self, settle](local::link_cancel& cancel) {
         auto& st = self->state;
+        const std::uint64_t key = cancel.key;
+        std::string& reason = cancel.reason;
         for (auto it = st.queued.begin(); it != st.queued.end(); ++it)
           if (it->envelope.key == key) {
             auto s = std::move(it->state);
@@ -201,10 +216,15 @@ caf::behavior peer_link(link_actor* self, peer_settings settings) {
             s->settle(failure(s, error_type::cancelled, std::move(reason)));
             return;
           }
-        if (st.running.count(key) && st.gateway) self->send(st.gateway, rcancel_atom::value, key, std::move(reason));
+        if (st.running.count(key) && st.phase == link_state::ready)
+          self->send(st.gateway, rcancel_atom::value, st.token, key, std::move(reason));
       },
-      [self, settle](revent_atom, event_envelope& e) {
+      [self, settle](revent_atom, const std::string& token, event_envelope& e) {
         auto& st = self->state;
+        // Events from anyone but the gateway this link proved itself to
+        // (its token: the sender of a remote message proves nothing) are
+        // not for it.
+        if (st.phase != link_state::ready || !handshake::same(token, st.token)) return;
         auto it = st.running.find(e.key);
         if (it == st.running.end()) return;
         if (auto* end = std::get_if<request_finished_event>(&e.event)) {
@@ -219,19 +239,26 @@ caf::behavior peer_link(link_actor* self, peer_settings settings) {
                           error_info::of(error_type::callback_failed, "a callback of the request threw: " + *thrown),
                           {},
                           0});
-          if (st.gateway)
-            self->send(st.gateway, rcancel_atom::value, e.key, std::string("a callback of the request threw"));
+          self->send(st.gateway, rcancel_atom::value, st.token, e.key, std::string("a callback of the request threw"));
         }
       },
-      [self, settle, where](timeout_atom, std::uint64_t key) {
+      [self, settle, where](local::link_deadline deadline) {
         auto& st = self->state;
+        const std::uint64_t key = deadline.key;
         auto it = st.running.find(key);
         if (it == st.running.end() || it->second.paused) return;
-        if (st.gateway) self->send(st.gateway, rcancel_atom::value, key, std::string("no end within the deadline"));
+        if (st.phase == link_state::ready)
+          self->send(st.gateway, rcancel_atom::value, st.token, key, std::string("no end within the deadline"));
         settle(key, failure(it->second.state, error_type::node_lost,
                             where + " said nothing of the request's end within its deadline"));
       },
-      [self, fail_all, disconnect](shutdown_atom) {
+      [self, where, fail_all, disconnect](local::gateway_lost& lost) {
+        if (!self->state.gateway || lost.gateway != self->state.gateway.address()) return;
+        disconnect();
+        fail_all(error_type::node_lost,
+                 "lost the connection to " + where + " (" + self->system().render(lost.reason) + ")", false);
+      },
+      [self, fail_all, disconnect](local::link_close) {
         fail_all(error_type::shutdown, "the node is closed", true);
         disconnect();
         self->quit();

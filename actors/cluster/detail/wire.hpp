@@ -30,6 +30,14 @@
 
 namespace troupe::wire {
 
+// The messages between nodes, a caller's link to a gateway and back (the
+// handshake and its token: handshake.hpp). Only these cross; what a node's
+// own actors tell each other is local_messages.hpp.
+//   hello, caller nonce                  -> gateway nonce, gateway proof
+//   proof, gateway nonce, caller proof   -> accepted
+//   rask, token, ask_envelope            -> error type, message, deadline
+//   rcancel, token, key, reason
+//   revent, token, event_envelope        (to the link)
 using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using proof_atom = caf::atom_constant<caf::atom("proof")>;
 using rask_atom = caf::atom_constant<caf::atom("rask")>;

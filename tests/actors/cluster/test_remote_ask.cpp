@@ -400,7 +400,7 @@ TEST_CASE("the gateway refuses an ask from a node that skipped the handshake", "
   std::string type;
   {
     caf::scoped_actor self{sys};
-    self->request(*gateway, patience, wire::rask_atom::value, ask)
+    self->request(*gateway, patience, wire::rask_atom::value, std::string(), ask)
         .receive([&](std::string& t, std::string&, std::int64_t) { type = t; },
                  [&](caf::error& e) { FAIL(sys.render(e)); });
   }
