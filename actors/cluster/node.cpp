@@ -72,14 +72,32 @@ node::impl::~impl() {
   system.reset();
 }
 
-caf::actor node::impl::link_to(const node_address& peer) {
+caf::actor_addr node::impl::send_to_link(const node_address& peer, caf::message message) {
   std::lock_guard lock(links_mutex);
   if (closed) return {};
   auto& link = links[key_of(peer)];
-  if (!link)
-    link = spawn_peer_link(*system, peer_settings{peer, options.secret, options.build_id, options.connect_timeout,
-                                                  options.reply_grace, options.tls.has_value()});
-  return link;
+  if (!link) {
+    peer_settings settings{peer,
+                           options.secret,
+                           options.build_id,
+                           options.connect_timeout,
+                           options.reply_grace,
+                           options.tls.has_value(),
+                           [this](const caf::actor_addr& l) { retire(l); }};
+    link = spawn_peer_link(*system, std::move(settings));
+  }
+  caf::anon_send(link, std::move(message));
+  return link.address();
+}
+
+void node::impl::retire(const caf::actor_addr& link) {
+  std::lock_guard lock(links_mutex);
+  for (auto it = links.begin(); it != links.end(); ++it)
+    if (it->second.address() == link) {
+      caf::anon_send(it->second, local::link_retire{});
+      links.erase(it);
+      return;
+    }
 }
 
 void node::impl::close() {
@@ -127,6 +145,19 @@ remote_agent node::agent_at(const node_address& peer, std::string agent_id) {
 
 void node::close() { impl_->close(); }
 
+node_counts node::counts() const {
+  node_counts c;
+  {
+    std::lock_guard lock(impl_->links_mutex);
+    if (impl_->closed) return c;
+    c.links = impl_->links.size();
+  }
+  caf::scoped_actor self{*impl_->system};
+  self->request(impl_->gateway, std::chrono::seconds(10), local::count_requests{})
+      .receive([&](std::size_t n) { c.requests = n; }, [](caf::error&) {});
+  return c;
+}
+
 // --- remote_agent ----------------------------------------------------------------
 
 namespace {
@@ -139,18 +170,22 @@ request send_to(const std::weak_ptr<node::impl>& weak, const node_address& peer,
                 ask_envelope envelope) {
   request handle(s);
   auto n = weak.lock();
-  caf::actor link = n ? n->link_to(peer) : caf::actor();
-  if (!link) {
+  if (!n) {
     s->settle(refused(s->id, error_type::shutdown, "the node is closed"));
     return handle;
   }
-  envelope.key = n->next_key++;
-  s->cancel_elsewhere = [weak, peer, key = envelope.key](std::string reason) {
-    auto n = weak.lock();
-    if (!n) return;
-    if (caf::actor link = n->link_to(peer)) caf::anon_send(link, local::link_cancel{key, std::move(reason)});
+  const std::uint64_t key = n->next_key++;
+  envelope.key = key;
+  // The cancel goes to the link that carries the request (the address
+  // may have a link of its own by then).
+  auto carrier = std::make_shared<caf::actor_addr>();
+  s->cancel_elsewhere = [carrier, key](std::string reason) {
+    if (auto link = caf::actor_cast<caf::actor>(*carrier))
+      caf::anon_send(link, local::link_cancel{key, std::move(reason)});
   };
-  caf::anon_send(link, local::link_ask{std::move(envelope), std::move(s)});
+  auto state = s;
+  *carrier = n->send_to_link(peer, caf::make_message(local::link_ask{std::move(envelope), std::move(state)}));
+  if (!*carrier) s->settle(refused(s->id, error_type::shutdown, "the node is closed"));
   return handle;
 }
 

@@ -99,6 +99,12 @@ class remote_agent {
   std::string id_;
 };
 
+// What a node holds now, for metrics and tests.
+struct node_counts {
+  std::size_t links = 0;     // to other nodes, one an address, until its connection ended
+  std::size_t requests = 0;  // run here for other nodes, paused ones included
+};
+
 class node {
  public:
   // Throws std::invalid_argument without a secret or with a TLS file it
@@ -116,6 +122,8 @@ class node {
   // for others are cancelled, and requests it sent elsewhere end with
   // "shutdown". Idempotent.
   void close();
+  // Zeros once closed.
+  node_counts counts() const;
 
   struct impl;
 

@@ -29,6 +29,7 @@ constexpr auto open_lifetime = std::chrono::seconds(60);
 struct running_request {
   request handle;
   bool outlives_caller = false;
+  bool paused = false;  // kept for a cancel until a decision of its request answered
 };
 
 struct challenge {
@@ -161,13 +162,16 @@ caf::behavior gateway(gateway_actor* self, runtime::impl* rt, std::string secret
           if (auto entry = rt->ctx->agents.find_entry(env.agent_id))
             deadline = std::chrono::duration_cast<std::chrono::milliseconds>(entry->deadline).count();
         o.on_event = [caller, gateway = caf::actor_cast<caf::actor>(self), caller_addr, key, stream = env.stream,
-                      token = s->token, gate](const stream_event& e) {
+                      token = s->token, gate, decides = env.kind == ask_envelope::decide](const stream_event& e) {
           const auto* end = std::get_if<request_finished_event>(&e);
           if (!stream && !end) return;
           std::shared_lock lock(gate->mutex);
           if (!gate->open) return;
           caf::anon_send(caller, revent_atom::value, token, event_envelope{key, e});
-          if (end && !end->result.paused()) caf::anon_send(gateway, local::request_ended{caller_addr, key});
+          if (end)
+            caf::anon_send(gateway,
+                           local::request_ended{caller_addr, key, end->result.paused(),
+                                                decides && !std::holds_alternative<error_info>(end->result.outcome)});
         };
         if (env.kind == ask_envelope::decide) {
           slot->second.insert_or_assign(
@@ -196,8 +200,21 @@ caf::behavior gateway(gateway_actor* self, runtime::impl* rt, std::string secret
       [self, finished](local::request_ended& ended) {
         auto& st = self->state;
         if (auto it = st.running.find(ended.caller); it != st.running.end()) {
-          it->second.erase(ended.key);
-          if (it->second.empty()) st.running.erase(it);
+          auto& requests = it->second;
+          if (auto r = requests.find(ended.key); r != requests.end()) {
+            // A decision answered: the pauses of its request that this
+            // caller asked have nothing left to cancel.
+            if (ended.decided)
+              std::erase_if(requests, [&](const auto& other) {
+                return other.first != ended.key && other.second.paused &&
+                       other.second.handle.id() == r->second.handle.id();
+              });
+            if (ended.paused)
+              requests.at(ended.key).paused = true;
+            else
+              requests.erase(ended.key);
+          }
+          if (requests.empty()) st.running.erase(it);
         }
         finished();
       },
@@ -230,6 +247,11 @@ caf::behavior gateway(gateway_actor* self, runtime::impl* rt, std::string secret
         return *st.closing;
       },
       [self](local::gateway_stop) { self->quit(); },
+      [self](local::count_requests) {
+        std::size_t n = 0;
+        for (const auto& [caller, requests] : self->state.running) n += requests.size();
+        return n;
+      },
   };
 }
 

@@ -27,10 +27,17 @@ struct gateway_close {};
 // The gateway ends (the actor system is about to go).
 struct gateway_stop {};
 
-// The request `key` of `caller` sent its end (from the runtime's callback).
+// How many requests it runs for other nodes (replied as a std::size_t).
+struct count_requests {};
+
+// The request `key` of `caller` sent its end (from the runtime's callback):
+// a pause (kept for a cancel), or its last reply; `decided` for a decision
+// the agent took (it ends the pauses of its request).
 struct request_ended {
   caf::actor_addr caller;
   std::uint64_t key = 0;
+  bool paused = false;
+  bool decided = false;
 };
 
 // The actor that proved itself as `caller` is gone, or its connection is.
@@ -52,10 +59,8 @@ struct link_cancel {
   std::string reason;
 };
 
-// The request `key` is past its deadline and grace (the link's own timer).
-struct link_deadline {
-  std::uint64_t key = 0;
-};
+// The link's own timer: the earliest deadline (and its grace) is due.
+struct link_deadline {};
 
 // The gateway the link talked to is gone (its proxy ended: the connection
 // dropped, or that actor did).
@@ -67,10 +72,15 @@ struct gateway_lost {
 // The node closes: every request ends with shutdown and the link ends.
 struct link_close {};
 
+// The node took the link out of its table (it sends it nothing more): it
+// ends once the requests it carries ended.
+struct link_retire {};
+
 }  // namespace troupe::local
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::local::gateway_close)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::local::gateway_stop)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::local::count_requests)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::local::request_ended)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::local::caller_gone)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::local::link_ask)
@@ -78,3 +88,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::local::link_cancel)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::local::link_deadline)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::local::gateway_lost)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::local::link_close)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::local::link_retire)

@@ -29,8 +29,12 @@ struct node::impl {
   impl(runtime::impl& rt, node_options options);
   ~impl();
   void close();
-  // The link actor to `peer`, started on first use; invalid once closed.
-  caf::actor link_to(const node_address& peer);
+  // Sends an ask to the link to `peer`, started on first use: the link's
+  // address, none once closed. Sent under the table's lock, so that a link
+  // the node retires meanwhile gets it before its retirement.
+  caf::actor_addr send_to_link(const node_address& peer, caf::message message);
+  // Called by a link that disconnected: out of the table, and told so.
+  void retire(const caf::actor_addr& link);
 
   node_options options;
   runtime::impl& rt;
@@ -41,7 +45,7 @@ struct node::impl {
   std::shared_ptr<node_gate> gate = std::make_shared<node_gate>();
   std::atomic<std::uint64_t> next_key{1};
   std::mutex links_mutex;
-  std::map<std::string, caf::actor> links;  // by "host:port"
+  std::map<std::string, caf::actor> links;  // by "host:port", those not retired
   bool closed = false;                      // under links_mutex
 };
 
@@ -60,6 +64,7 @@ struct peer_settings {
   std::chrono::milliseconds connect_timeout;
   std::chrono::milliseconds reply_grace;
   bool tls = false;
+  std::function<void(const caf::actor_addr& link)> retire;  // the node's
 };
 
 // The actor that carries this node's requests to the node at one address:

@@ -18,6 +18,7 @@
 
 #include <caf/openssl/all.hpp>
 
+#include <map>
 #include <unordered_map>
 
 namespace troupe {
@@ -27,23 +28,33 @@ namespace {
 using namespace wire;
 
 using state_ptr = std::shared_ptr<request::state>;
+using steady = std::chrono::steady_clock;
+// Each request's deadline, by when it is due; one timer serves them all.
+using deadline_table = std::multimap<steady::time_point, std::uint64_t>;
 
 struct outgoing {
   ask_envelope envelope;
   state_ptr state;
+  steady::time_point sent;
 };
 
 struct running_request {
   state_ptr state;
+  bool decides = false;
   bool paused = false;  // its paused reply is out; only a cancel can end it now
+  std::optional<deadline_table::iterator> due;
 };
 
 struct link_state {
   enum phase_t { idle, connecting, ready } phase = idle;
   caf::actor gateway;
-  std::string token;             // the session's, once ready
-  std::vector<outgoing> queued;  // while connecting  // while connecting
+  std::string token;  // the session's, once ready
+  // Every request from when it came, while connecting and after.
   std::unordered_map<std::uint64_t, running_request> running;
+  std::vector<outgoing> queued;  // while connecting (their requests are in `running` too)
+  deadline_table deadlines;
+  std::optional<steady::time_point> timer_due;
+  bool retired = false;  // out of the node's table: ends once it carries nothing
   static inline const char* name = "troupe_peer_link";
 };
 
@@ -56,46 +67,91 @@ reply failure(const state_ptr& s, const char* type, std::string message) {
 caf::behavior peer_link(link_actor* self, peer_settings settings) {
   const std::string where = "the node at " + settings.address.to_string();
 
+  // A retired link ends once it carries nothing (the node sends it nothing more).
+  auto quit_if_done = [self] {
+    auto& st = self->state;
+    if (st.retired && st.running.empty()) self->quit();
+  };
+  // The link's own timer, armed for the earliest deadline.
+  auto arm_timer = [self] {
+    auto& st = self->state;
+    if (st.deadlines.empty()) return;
+    const auto earliest = st.deadlines.begin()->first;
+    if (st.timer_due && *st.timer_due <= earliest) return;  // fires in time; it re-arms then
+    st.timer_due = earliest;
+    self->delayed_send(self, std::max(earliest - steady::now(), steady::duration::zero()), local::link_deadline{});
+  };
+  auto set_deadline = [self, arm_timer](std::uint64_t key, running_request& r, steady::time_point due) {
+    if (r.due) self->state.deadlines.erase(*r.due);
+    r.due = self->state.deadlines.emplace(due, key);
+    arm_timer();
+  };
+  auto forget = [self](std::unordered_map<std::uint64_t, running_request>::iterator it) {
+    if (it->second.due) self->state.deadlines.erase(*it->second.due);
+    self->state.running.erase(it);
+  };
   // Ends the request `key` with `r` (a final reply removes it; a paused one
-  // keeps it for a cancel).
-  auto settle = [self](std::uint64_t key, reply r) {
+  // keeps it for a cancel). A decision's answer ends the pauses of its
+  // request this link still keeps: nothing can cancel those any more.
+  auto settle = [self, forget, quit_if_done](std::uint64_t key, reply r) {
     auto& st = self->state;
     auto it = st.running.find(key);
     if (it == st.running.end()) return;
-    const bool paused = r.paused();
     auto s = it->second.state;
-    if (paused)
+    if (it->second.decides && !std::holds_alternative<error_info>(r.outcome)) {
+      std::vector<std::uint64_t> ended;
+      for (const auto& [other, o] : st.running)
+        if (other != key && o.paused && o.state->id == s->id) ended.push_back(other);
+      for (const std::uint64_t other : ended) forget(st.running.find(other));
+    }
+    it = st.running.find(key);
+    if (r.paused()) {
       it->second.paused = true;
-    else
-      st.running.erase(it);
+      if (it->second.due) st.deadlines.erase(*it->second.due);
+      it->second.due.reset();
+    } else {
+      forget(it);
+    }
     s->settle(std::move(r));
+    quit_if_done();
   };
   // Ends every request that went (or was going) to the other node.
-  auto fail_all = [self, settle](const char* type, const std::string& message, bool also_paused) {
+  auto fail_all = [self, forget, quit_if_done](const char* type, const std::string& message, bool also_paused) {
     auto& st = self->state;
-    auto queued = std::move(st.queued);
     st.queued.clear();
-    for (auto& o : queued) o.state->settle(failure(o.state, type, message));
-    std::vector<std::uint64_t> keys;
-    for (auto& [key, r] : st.running)
-      if (!r.paused || also_paused) keys.push_back(key);
-    for (auto key : keys) settle(key, failure(st.running.at(key).state, type, message));
-    // Paused requests cannot be cancelled there any more: their handles keep the paused reply.
-    st.running.clear();
+    std::vector<state_ptr> ending;
+    for (auto it = st.running.begin(); it != st.running.end();) {
+      auto next = std::next(it);
+      // Paused requests cannot be cancelled there any more: their handles keep the paused reply.
+      if (!it->second.paused || also_paused) ending.push_back(it->second.state);
+      forget(it);
+      it = next;
+    }
+    for (auto& s : ending) s->settle(failure(s, type, message));
+    quit_if_done();
   };
-  auto disconnect = [self] {
+  // Once disconnected the link leaves the node's table (a peer's address
+  // may never be used again: a restarted node listens on another port);
+  // what the node sent it before still runs, and the next ask to that
+  // address gets a link of its own.
+  auto disconnect = [self, settings] {
     auto& st = self->state;
     st.gateway = caf::actor();
     st.token.clear();
     st.phase = link_state::idle;
+    if (settings.retire) settings.retire(self->address());
   };
-  auto send_ask = [self, settle, settings, where](outgoing o) {
+  // The ask goes out; its deadline runs from when it came to the link: one
+  // the caller set already does, the agent's own (which the other node
+  // tells) is set once it took the ask.
+  auto send_ask = [self, settle, set_deadline, settings, where](outgoing o) {
     auto& st = self->state;
     const std::uint64_t key = o.envelope.key;
-    st.running.insert_or_assign(key, running_request{std::move(o.state)});
+    const bool has_deadline = o.envelope.deadline_ms > 0;
     self->request(st.gateway, settings.connect_timeout, rask_atom::value, st.token, std::move(o.envelope))
         .then(
-            [self, settle, key, settings](std::string& type, std::string& message, std::int64_t deadline_ms) {
+            [self, settle, set_deadline, key, settings, has_deadline, sent = o.sent](
+                std::string& type, std::string& message, std::int64_t deadline_ms) {
               auto& st = self->state;
               auto it = st.running.find(key);
               if (it == st.running.end()) return;
@@ -103,8 +159,8 @@ caf::behavior peer_link(link_actor* self, peer_settings settings) {
                 settle(key, failure(it->second.state, type.c_str(), std::move(message)));
                 return;
               }
-              self->delayed_send(self, std::chrono::milliseconds(deadline_ms) + settings.reply_grace,
-                                 local::link_deadline{key});
+              if (!has_deadline && !it->second.paused)
+                set_deadline(key, it->second, sent + std::chrono::milliseconds(deadline_ms) + settings.reply_grace);
             },
             [self, settle, key, where](caf::error& e) {
               auto it = self->state.running.find(key);
@@ -136,7 +192,8 @@ caf::behavior peer_link(link_actor* self, peer_settings settings) {
   auto flush = [self, send_ask] {
     auto queued = std::move(self->state.queued);
     self->state.queued.clear();
-    for (auto& o : queued) send_ask(std::move(o));
+    for (auto& o : queued)
+      if (self->state.running.count(o.envelope.key)) send_ask(std::move(o));  // not cancelled or overdue meanwhile
   };
   // Connect, check the other node's proof, send ours, then the queued asks.
   auto connect = [self, settings, where, refuse, connection_failed, flush] {
@@ -195,9 +252,16 @@ caf::behavior peer_link(link_actor* self, peer_settings settings) {
   self->set_default_handler(caf::drop);
 
   return {
-      [self, connect, send_ask](local::link_ask& ask) {
+      [self, connect, send_ask, set_deadline, settings](local::link_ask& ask) {
         auto& st = self->state;
-        outgoing o{std::move(ask.envelope), std::move(ask.state)};
+        const auto now = steady::now();
+        const std::uint64_t key = ask.envelope.key;
+        auto [slot, _] = st.running.insert_or_assign(
+            key, running_request{ask.state, ask.envelope.kind == ask_envelope::decide, false, std::nullopt});
+        if (ask.envelope.deadline_ms > 0)
+          set_deadline(key, slot->second,
+                       now + std::chrono::milliseconds(ask.envelope.deadline_ms) + settings.reply_grace);
+        outgoing o{std::move(ask.envelope), std::move(ask.state), now};
         if (st.phase == link_state::ready) {
           send_ask(std::move(o));
           return;
@@ -211,9 +275,8 @@ caf::behavior peer_link(link_actor* self, peer_settings settings) {
         std::string& reason = cancel.reason;
         for (auto it = st.queued.begin(); it != st.queued.end(); ++it)
           if (it->envelope.key == key) {
-            auto s = std::move(it->state);
             st.queued.erase(it);
-            s->settle(failure(s, error_type::cancelled, std::move(reason)));
+            settle(key, failure(st.running.at(key).state, error_type::cancelled, std::move(reason)));
             return;
           }
         if (st.running.count(key) && st.phase == link_state::ready)
@@ -234,23 +297,31 @@ caf::behavior peer_link(link_actor* self, peer_settings settings) {
         auto s = it->second.state;
         if (!s->on_event) return;
         if (auto thrown = s->notify(e.event)) {
-          st.running.erase(it);
-          s->settle(reply{s->id,
-                          error_info::of(error_type::callback_failed, "a callback of the request threw: " + *thrown),
-                          {},
-                          0});
           self->send(st.gateway, rcancel_atom::value, st.token, e.key, std::string("a callback of the request threw"));
+          settle(e.key,
+                 reply{s->id,
+                       error_info::of(error_type::callback_failed, "a callback of the request threw: " + *thrown),
+                       {},
+                       0});
         }
       },
-      [self, settle, where](local::link_deadline deadline) {
+      [self, settle, arm_timer, where](local::link_deadline) {
         auto& st = self->state;
-        const std::uint64_t key = deadline.key;
-        auto it = st.running.find(key);
-        if (it == st.running.end() || it->second.paused) return;
-        if (st.phase == link_state::ready)
-          self->send(st.gateway, rcancel_atom::value, st.token, key, std::string("no end within the deadline"));
-        settle(key, failure(it->second.state, error_type::node_lost,
-                            where + " said nothing of the request's end within its deadline"));
+        st.timer_due.reset();
+        const auto now = steady::now();
+        std::vector<std::uint64_t> overdue;
+        for (auto it = st.deadlines.begin(); it != st.deadlines.end() && it->first <= now; ++it)
+          overdue.push_back(it->second);
+        for (const std::uint64_t key : overdue) {
+          auto it = st.running.find(key);
+          if (it == st.running.end()) continue;
+          std::erase_if(st.queued, [key](const outgoing& o) { return o.envelope.key == key; });
+          if (st.phase == link_state::ready)
+            self->send(st.gateway, rcancel_atom::value, st.token, key, std::string("no end within the deadline"));
+          settle(key, failure(it->second.state, error_type::node_lost,
+                              where + " said nothing of the request's end within its deadline"));
+        }
+        arm_timer();
       },
       [self, where, fail_all, disconnect](local::gateway_lost& lost) {
         if (!self->state.gateway || lost.gateway != self->state.gateway.address()) return;
@@ -263,6 +334,10 @@ caf::behavior peer_link(link_actor* self, peer_settings settings) {
         disconnect();
         self->quit();
         return true;
+      },
+      [self, quit_if_done](local::link_retire) {
+        self->state.retired = true;
+        quit_if_done();
       },
   };
 }

@@ -984,7 +984,7 @@ TEST_CASE("a routed ask lets go of its caller's callbacks once it ended, here or
   REQUIRE_BACKEND(db);
   two_nodes n(db.uri());
   const std::string near = agent_held_by(db.uri(), n.a, {4, 4});
-  for (const std::string& agent : {near}) {
+  for (const std::string& agent : {near, n.far}) {
     INFO("agent " << agent << (agent == near ? " (held here)" : " (held elsewhere)"));
     ask_and_decide run;
     run.run(n.a, agent);

@@ -7,6 +7,8 @@
 #include "actors/cluster/detail/wire.hpp"
 #include "actors/cluster/node.hpp"
 #include "actors/detail/runtime_impl.hpp"
+#include "support/cluster_nodes.hpp"
+#include "support/freezing_proxy.hpp"
 #include "support/runtime_harness.hpp"
 
 #include <caf/io/all.hpp>
@@ -503,6 +505,71 @@ TEST_CASE("a remote decide continues a paused request as a local one does", "[cl
   REQUIRE(!kinds.empty());
   CHECK(std::count(kinds.begin(), kinds.end(), 2) == 1);  // the send's tool_finished_event
   CHECK(kinds.back() == 3);
+}
+
+TEST_CASE("a decided pause leaves the tables of both nodes", "[cluster]") {
+  auto model = std::make_shared<scripted_provider>([](const llm_stream& s) {
+    if (s.messages.back().role == "tool") return scripted_reply::text("done");
+    return scripted_reply::tools({call("s1", "send", {{"to", "bob"}})});
+  });
+  runtime far({.provider = model, .telemetry = std::make_shared<log_sink>(false)});
+  far.tools().add(
+      make_tool("send", [](const boost::json::object&, const tool_context&) { return boost::json::value("sent"); }));
+  agent_spec spec{.id = "helper", .model = "m", .tools = {"send"}};
+  spec.approvals["send"] = approval_rule{approval_mode::always, {}, "sends an email", 3'600'000, verdict::reject};
+  far.spawn_agent(spec);
+  node server(far, listening());
+  runtime caller_rt({.provider = model});
+  node caller(caller_rt, caller_options());
+  remote_agent helper = caller.agent_at(*server.address(), "helper");
+
+  const reply paused = must_reply(helper.ask("mail bob", {.thread_id = "t"}));
+  REQUIRE(paused.paused());
+  CHECK(server.counts().requests == 1);  // kept for a cancel
+  CHECK(answer_of(must_reply(helper.decide(decision{paused.request_id, "s1", verdict::approve, "", {}, "ana", "k1"},
+                                           {.thread_id = "t"}))) == "done");
+  CHECK(eventually([&] { return server.counts().requests == 0; }, std::chrono::seconds(10)));
+}
+
+TEST_CASE("an ask's deadline runs from when it is sent, also while the link still connects", "[cluster]") {
+  peer_runtime far(scripted());
+  node server(far.rt, listening());
+  // Connections through the proxy are taken and never answered: the
+  // handshake waits for its connect_timeout, longer than the ask may take.
+  freezing_proxy proxy("127.0.0.1", server.address()->port);
+  proxy.freeze();
+  runtime caller_rt({.provider = scripted()});
+  node_options o = caller_options();
+  o.connect_timeout = std::chrono::minutes(10);
+  o.reply_grace = std::chrono::milliseconds(100);
+  node caller(caller_rt, o);
+  request r = caller.agent_at({"127.0.0.1", static_cast<std::uint16_t>(proxy.port())}, "helper")
+                  .ask("2 + 3?", {.deadline = std::chrono::milliseconds(200)});
+  const reply got = must_reply(r);
+  CHECK(error_type_of(got) == error_type::node_lost);
+  CHECK(std::get<error_info>(got.outcome).message.find("deadline") != std::string::npos);
+}
+
+TEST_CASE("a link whose connection ended leaves the node's table, and the next ask there connects again", "[cluster]") {
+  runtime caller_rt({.provider = scripted()});
+  node caller(caller_rt, caller_options());
+  for (int i = 0; i < 3; ++i) {
+    // A node restarted listens on another port each time.
+    peer_runtime far(scripted());
+    node server(far.rt, listening());
+    CHECK(answer_of(must_reply(caller.agent_at(*server.address(), "helper").ask("2 + 3?"))) == "The sum is 5.");
+    CHECK(caller.counts().links == 1);
+    server.close();
+    CHECK(eventually([&] { return caller.counts().links == 0; }, std::chrono::seconds(10)));
+  }
+  peer_runtime far(scripted());
+  node server(far.rt, listening());
+  remote_agent helper = caller.agent_at(*server.address(), "helper");
+  CHECK(answer_of(must_reply(helper.ask("2 + 3?"))) == "The sum is 5.");
+  server.close();
+  REQUIRE(eventually([&] { return caller.counts().links == 0; }, std::chrono::seconds(10)));
+  // Nothing listens there now: the new link says so.
+  CHECK(error_type_of(must_reply(helper.ask("2 + 3?"))) == error_type::node_lost);
 }
 
 namespace {
