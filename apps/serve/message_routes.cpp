@@ -4,7 +4,6 @@
 
 #include "apps/serve/route_context.hpp"
 #include "apps/serve/thread_replay.hpp"
-#include "apps/serve/turn_follower.hpp"
 #include "apps/serve/turn_json.hpp"
 
 #include <charconv>
@@ -168,25 +167,14 @@ void reconnect(route_context& ctx, const std::shared_ptr<exchange>& ex) {
     if (a) {
       ids.agent_id = a->config.id;
       ids.request_id = stored->request_id;
+      ids.content = stored->content;
       // If the node that ran it died with it, nothing runs it now: asked
       // again as a retry, it goes on wherever its agent runs, from where its
       // thread stands. If it still runs, the holder refuses the repeat
       // (duplicate_request) and nothing changes. Either way what it commits
       // reaches the follower through the store.
-      ask_options again;
-      again.thread_id = ids.thread_id;
-      again.request_id = ids.request_id;
-      again.deadline = a->config.request_deadline;
-      again.retry = true;
-      again.outlives_caller = true;
-      (void)a->handle.ask(stored->content, std::move(again));
-      // Past the agent's deadline, and the time a lost node's shard takes
-      // to move, the request is no longer running anywhere.
-      follow_options o;
-      o.stopping = &ctx.draining;
-      o.give_up = std::chrono::steady_clock::now() + a->config.request_deadline + 2 * ctx.config.cluster.dead_after;
-      return serve_turn(ex, follow_stored_turn(ctx.workers, ctx.agents.store(), conv->id, ids, *stored, o), after, true,
-                        false);
+      ask_again(*a, ids);
+      return serve_turn(ex, follow_elsewhere(ctx.runner, *a, ids, stored), after, true, false);
     }
   }
   ex->respond(

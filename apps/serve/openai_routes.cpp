@@ -191,6 +191,7 @@ void post_chat_completion(route_context& ctx, const std::shared_ptr<exchange>& e
     // As the conversations route makes it, so a key is one request on a conversation whichever route it came by.
     if (!idem.empty()) {
       ids.request_id = "idem-" + conv->id + "-" + idem;
+      ids.idempotency_key = idem;
       // Not in memory (the server restarted, or the turn is long over): read back from the thread.
       if (!ctx.turns.by_request(ids.request_id))
         if (auto r = stored_turn(ctx.agents.store(), ids.conversation_id, ids)) {

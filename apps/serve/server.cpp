@@ -54,7 +54,8 @@ server::server(serve_config config, deployment_options options)
   observers_.add(metrics_);
   agents_ = std::make_unique<deployment>(config_, std::move(options));
   if (agents_->node()) metrics_->follow_cluster([d = agents_.get()] { return d->cluster_state(); });
-  runner_ = std::make_unique<turn_context>(turn_context{*agents_, turns_, observers_, workers_});
+  runner_ = std::make_unique<turn_context>(
+      turn_context{*agents_, turns_, observers_, workers_, draining_, config_.cluster.dead_after});
   route_ctx_ = std::make_unique<route_context>(route_context{config_, *agents_, turns_, *runner_, workers_, draining_});
   add_message_routes(routes_, *route_ctx_);
   add_conversation_routes(routes_, *route_ctx_);

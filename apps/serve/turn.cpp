@@ -182,6 +182,13 @@ void turn::coalesce_deltas() {
   events_.shrink_to_fit();
 }
 
+std::uint64_t turn::newest_event_id() const {
+  std::lock_guard lock(mutex_);
+  for (auto it = events_.rbegin(); it != events_.rend(); ++it)
+    if (it->id != 0) return it->id;
+  return 0;
+}
+
 std::size_t turn::kept_bytes() const {
   std::lock_guard lock(mutex_);
   if (result_) return kept_bytes_;

@@ -71,6 +71,9 @@ class turn {
   void push(std::string name, const boost::json::value& data, std::uint64_t id);
   void finish(turn_result r, std::string name, const boost::json::value& data, std::uint64_t id);
 
+  // The id of the newest event pushed (0: none has one yet).
+  std::uint64_t newest_event_id() const;
+
   // What the kept events hold, in bytes (their text, and a little per event).
   std::size_t kept_bytes() const;
 

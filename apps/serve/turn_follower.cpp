@@ -22,6 +22,7 @@ struct follower : std::enable_shared_from_this<follower> {
   std::shared_ptr<turn> t;
   bool opened = false;       // the conversation event (it has no id) went out
   std::uint64_t newest = 0;  // the id of the newest event pushed
+  std::chrono::steady_clock::time_point next_ask = std::chrono::steady_clock::now() + options.ask_again_every;
 
   // What the store shows beyond what was pushed; true once the turn ended.
   bool take(const replayed_turn& r) {
@@ -52,6 +53,10 @@ struct follower : std::enable_shared_from_this<follower> {
         return self->end("turn_incomplete",
                          "the turn started on another node and has not ended in its thread; "
                          "send its message again with its Idempotency-Key to continue it");
+      if (self->options.ask_again && std::chrono::steady_clock::now() >= self->next_ask) {
+        self->next_ask = std::chrono::steady_clock::now() + self->options.ask_again_every;
+        self->options.ask_again();
+      }
       self->poll();
     });
   }

@@ -6,7 +6,7 @@
 // assistant message comes whole, as a replay tells it), under the ids they
 // had live (event_position.hpp), read again every `poll` until the turn's
 // end is committed. Past `give_up` without an end, the turn ends with
-// turn_incomplete (the reconnect asks the turn again as a retry, so this
+// turn_incomplete (the turn is asked again as a retry meanwhile, so this
 // is a request that could not go on anywhere).
 
 #include "apps/serve/thread_replay.hpp"
@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 
 namespace troupe::serve {
@@ -29,6 +30,12 @@ struct follow_options {
   // as the turns the server runs do, so that its client reconnects
   // elsewhere; a poll still pending would hold the workers' join.
   const std::atomic<bool>* stopping = nullptr;
+  // Called every `ask_again_every` while the turn has not ended: the node
+  // that runs the turn may die with it, and then nothing would end it
+  // before `give_up`. Asked again as a retry, it goes on wherever its agent
+  // runs now; while it still runs, the holder refuses the repeat.
+  std::function<void()> ask_again;
+  std::chrono::milliseconds ask_again_every{0};
 };
 
 // `so_far` is the turn as the store held it when the reconnect came (not

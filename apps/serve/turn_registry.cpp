@@ -101,6 +101,13 @@ void turn_registry::keep(const std::shared_ptr<turn>& t) {
   }
 }
 
+void turn_registry::forget(const std::shared_ptr<turn>& t) {
+  std::lock_guard lock(mutex_);
+  if (auto r = by_request_.find(t->ids().request_id); r != by_request_.end() && r->second == t) by_request_.erase(r);
+  if (auto l = last_finished_.find(t->ids().conversation_id); l != last_finished_.end() && l->second == t)
+    last_finished_.erase(l);
+}
+
 std::size_t turn_registry::finished_bytes() const {
   std::lock_guard lock(mutex_);
   return finished_bytes_;

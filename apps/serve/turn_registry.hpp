@@ -55,6 +55,10 @@ class turn_registry {
   // of a turn kept before (a paused turn, told again after a decision)
   // replaces it for readers.
   void keep(const std::shared_ptr<turn>& t);
+  // Forgets an ended turn whose end is not its request's (its node was
+  // lost, its request could not be followed to its end): a repeat of its
+  // key reads the thread again rather than hear this end.
+  void forget(const std::shared_ptr<turn>& t);
   std::size_t finished_bytes() const;
 
   std::shared_ptr<turn> by_request(const std::string& request_id) const;

@@ -315,3 +315,114 @@ TEST_CASE("serve --cluster: an agent's unknown tool is refused at start, naming 
   CHECK_THROWS_WITH(serve::server(serve::parse_config(text, "test.toml", "")),
                     Catch::Contains("agents[0].tools[1]: no tool named \"x\""));
 }
+
+namespace {
+
+const std::string lost_answer_question = "calc-hold: 2 + 3";  // a tool call, then the model waits
+const std::string lost_answer_path = "/v1/conversations/web/lost/messages";
+const header_list lost_answer_key = as_user(alice_key, {{"Idempotency-Key", "lost-answer"}});
+
+// The keyed message, streamed through `s`, until its turn waits for the model after its tool call.
+void send_lost_answer(http_client& c, cluster_fixture& f, const std::string& agent) {
+  REQUIRE(c.open_stream(lost_answer_path, message_body(agent, lost_answer_question), lost_answer_key).status == 200);
+  REQUIRE(f.model->wait_held(lost_answer_question));  // the tool's result is committed: the model is asked after
+}
+
+// The keyed message again, streamed through `c`, once it follows the turn
+// (the tool call its thread holds); its conversation's id.
+std::string repeat_lost_answer(http_client& c, const std::string& agent) {
+  REQUIRE(c.open_stream(lost_answer_path, message_body(agent, lost_answer_question), lost_answer_key).status == 200);
+  const auto opened = c.next_event();
+  REQUIRE(opened);
+  CHECK(opened->name == "conversation");
+  const auto started = c.next_event();
+  REQUIRE(started);
+  INFO(json::serialize(started->data));
+  REQUIRE(started->name == "tool.started");
+  const auto finished = c.next_event();
+  REQUIRE(finished);
+  REQUIRE(finished->name == "tool.finished");
+  return str(opened->data.at("conversation_id"));
+}
+
+std::vector<std::string> questions_of(postgres_backend& db, const std::string& conversation_id) {
+  const auto conv = db.store->find_conversation(conversation_id);
+  REQUIRE(conv.has_value());
+  auto t = db.store->load(conv->thread_id);
+  REQUIRE(t.has_value());
+  std::vector<std::string> questions;
+  for (const entry* e : t->of_kind(entry_kind::message))
+    if (e->payload.at("role") == "user") questions.emplace_back(e->payload.at("content").as_string());
+  return questions;
+}
+
+}  // namespace
+
+// A keyed message whose turn runs through one server, sent again through
+// the other (its client lost the first answer: the node it went to died,
+// or its connection broke): the request is running, so the repeat follows
+// it, as a reconnect does, and gets its answer when it ends; a repeat
+// after that gets the answer too. The question is asked once.
+TEST_CASE("serve --cluster: a message repeated with its Idempotency-Key through the other server while its turn runs") {
+  cluster_fixture f;
+  REQUIRE_BACKEND(f.db);
+  const std::string agent = f.agent_held_by(*f.a);
+  http_client first(f.a->port());
+  send_lost_answer(first, f, agent);
+
+  http_client repeat(f.b->port());
+  const std::string conversation = repeat_lost_answer(repeat, agent);
+  REQUIRE(f.model->release(lost_answer_question));
+  const auto rest = repeat.rest_of_stream();
+  REQUIRE_FALSE(rest.empty());
+  CHECK(rest.back().name == "message.completed");
+  CHECK(str(rest.back().data.at("answer")) == "done: " + lost_answer_question);
+  const auto first_rest = first.rest_of_stream();
+  REQUIRE_FALSE(first_rest.empty());
+  CHECK(first_rest.back().id == rest.back().id);  // the same turn, placed alike
+
+  for (serve::server* s : {f.b.get(), f.a.get()}) {
+    http_client later(s->port());
+    const http_reply again =
+        later.send(http::verb::post, lost_answer_path, message_body(agent, lost_answer_question), lost_answer_key);
+    CHECK(again.status == 200);
+    CHECK(again.body.find("done: " + lost_answer_question) != std::string::npos);
+  }
+  CHECK(questions_of(f.db, conversation) == std::vector<std::string>{lost_answer_question});
+  CHECK(f.model->held_now() == 0);
+}
+
+// The server that runs a keyed turn dies under it while a repeat through
+// the other server follows it: nothing runs the request then. The repeat
+// does not wait for an end that will not come: it asks the request again
+// (a retry), which goes on, once the other server holds the agent, from
+// where its thread stands, to its answer.
+TEST_CASE("serve --cluster: a repeat following a turn whose server died under it continues the turn") {
+  std::shared_ptr<watched_store> dying;
+  cluster_fixture f([&](std::shared_ptr<thread_store> s) -> std::shared_ptr<thread_store> {
+    dying = std::make_shared<watched_store>(std::move(s));
+    return dying;
+  });
+  REQUIRE_BACKEND(f.db);
+  const std::string agent = f.agent_held_by(*f.a);
+  http_client first(f.a->port());
+  send_lost_answer(first, f, agent);
+  http_client repeat(f.b->port());
+  const std::string conversation = repeat_lost_answer(repeat, agent);
+
+  dying->refuse_commits = true;  // a dies: nothing it does from now on reaches the thread
+  REQUIRE(f.model->release(lost_answer_question));
+  const auto ended = first.rest_of_stream();
+  REQUIRE_FALSE(ended.empty());
+  REQUIRE(ended.back().name == "error");  // the answer could not be committed
+  f.a->drain();                           // leaves the cluster: b takes every shard
+  REQUIRE(eventually([&] { return cluster_fixture::held(*f.b).size() == shards; }, std::chrono::seconds(20)));
+
+  REQUIRE(f.model->wait_held(lost_answer_question));  // asked again, on b
+  REQUIRE(f.model->release(lost_answer_question));
+  const auto rest = repeat.rest_of_stream();
+  REQUIRE_FALSE(rest.empty());
+  CHECK(rest.back().name == "message.completed");
+  CHECK(str(rest.back().data.at("answer")) == "done: " + lost_answer_question);
+  CHECK(questions_of(f.db, conversation) == std::vector<std::string>{lost_answer_question});
+}

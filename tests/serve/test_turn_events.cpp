@@ -137,6 +137,23 @@ TEST_CASE("the finished turns kept are bounded by their bytes too") {
   CHECK(turns.by_request("r4"));
 }
 
+// A turn whose end is not its request's (its node was lost) is forgotten:
+// a repeat of its key finds nothing in memory and reads the thread again.
+TEST_CASE("a finished turn forgotten is no longer found by its request or as its conversation's last") {
+  turn_registry turns;
+  auto t = finished_turn_of("lost", 200, 64);
+  const std::string conversation = t->ids().conversation_id;
+  REQUIRE(turns.admit_turn(conversation, "lost", "alice", double_texting::enqueue, 8, 8, [&] { return t; }).started ==
+          t);
+  turns.finished(t);
+  REQUIRE(turns.by_request("lost") == t);
+  REQUIRE(turns.current(conversation) == t);
+  turns.forget(t);
+  CHECK_FALSE(turns.by_request("lost"));
+  CHECK_FALSE(turns.current(conversation));
+  CHECK(turns.unfinished_count() == 0);
+}
+
 // A turn told from its entries numbers its events as they were numbered
 // live: a tool call the agent refused without running (an unknown tool) had
 // no events, so it has none here and the others' ids are unchanged.
