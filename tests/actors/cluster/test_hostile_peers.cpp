@@ -14,10 +14,17 @@
 
 #include <caf/io/all.hpp>
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <mutex>
+#include <set>
+#include <sstream>
 
 using namespace troupe;
 using namespace troupe::testing;
@@ -474,4 +481,65 @@ TEST_CASE("a peer that names a trusted node's link, as sender or in a down messa
   far.release();
   CHECK(answer_or_error(must_reply(running)) == "finished released");
   CHECK(far.cancelled == 0);
+}
+
+namespace {
+
+// Ends this process's TCP connections to `port` on 127.0.0.1 as a network
+// would: their sockets are shut down (not closed: CAF still owns the fds).
+// Returns how many there were.
+int cut_connections_to(std::uint16_t port) {
+  std::set<std::string> inodes;
+  std::ifstream tcp("/proc/net/tcp");
+  std::string line;
+  std::getline(tcp, line);  // the header
+  char wanted[8];
+  std::snprintf(wanted, sizeof wanted, ":%04X", static_cast<unsigned>(port));
+  while (std::getline(tcp, line)) {
+    std::istringstream in(line);
+    std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+    in >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+    if (state == "01" && remote.size() > 5 && remote.substr(remote.size() - 5) == wanted) inodes.insert(inode);
+  }
+  int cut = 0;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::string target = std::filesystem::read_symlink(fd.path(), ec).string();
+    if (ec || target.rfind("socket:[", 0) != 0) continue;
+    if (inodes.count(target.substr(8, target.size() - 9)) &&
+        ::shutdown(std::stoi(fd.path().filename().string()), SHUT_RDWR) == 0)
+      ++cut;
+  }
+  return cut;
+}
+
+}  // namespace
+
+TEST_CASE("a connection that drops and comes back proves itself again", "[cluster][hostile]") {
+  far_runtime far;
+  node server(far.rt, listening());
+  bare_system peer;
+  caf::actor gateway = peer.connect(server.address()->port);
+  caf::scoped_actor prover{peer.system};
+  const std::string token = prove(prover, gateway);
+  REQUIRE(ask_type(prover, gateway, token, question(1, "2 + 3?")).empty());
+  REQUIRE(eventually([&] { return far.model_calls == 2; }));  // the tool call, then the answer
+
+  // The peer's connection (the only one to the node's port here) drops.
+  bool lost = false;
+  caf::actor_cast<caf::abstract_actor*>(gateway)->attach_functor([&] { lost = true; });
+  REQUIRE(cut_connections_to(server.address()->port) == 1);
+  REQUIRE(eventually([&] { return lost; }));
+
+  // Connected again, the same actor of the same node with its old token is
+  // refused (once the node has seen the drop: asked meanwhile for an agent
+  // it does not hold, which runs nothing).
+  caf::actor again = peer.connect(server.address()->port);
+  wire::ask_envelope nobody = question(2, "2 + 3?");
+  nobody.agent_id = "nobody";
+  CHECK(eventually([&] { return ask_type(prover, again, token, nobody) == error_type::node_refused; }));
+  CHECK(ask_type(prover, again, token, question(3, "2 + 3?")) == error_type::node_refused);
+  CHECK(far.model_calls == 2);
+  const std::string fresh = prove(prover, again);
+  CHECK(ask_type(prover, again, fresh, question(4, "2 + 3?")).empty());
 }
