@@ -543,3 +543,26 @@ TEST_CASE("a connection that drops and comes back proves itself again", "[cluste
   const std::string fresh = prove(prover, again);
   CHECK(ask_type(prover, again, fresh, question(4, "2 + 3?")).empty());
 }
+
+TEST_CASE("a node keeps at most 1,024 handshakes open in all", "[cluster][hostile]") {
+  far_runtime far;
+  node server(far.rt, listening());
+  bare_system stranger;
+  caf::actor gateway = stranger.connect(server.address()->port);
+  // Four hellos from an actor of each of 256 made-up nodes (a routed
+  // message names any source node; the answers go nowhere).
+  caf::node_id::default_data::host_id_type host;
+  host.fill(0xab);
+  for (std::uint32_t pid = 1; pid <= 256; ++pid) {
+    const auto made = made_up(stranger, caf::make_node_id(pid, host), 1, 1);
+    REQUIRE(made.size() == 1);
+    for (int i = 0; i < 4; ++i) caf::send_as(made.front(), gateway, wire::hello_atom::value, handshake::nonce());
+  }
+  // A hello of a node that opened none is refused now.
+  caf::scoped_actor self{stranger.system};
+  CHECK(say_hello(self, gateway, handshake::nonce()).refused);
+  runtime caller_rt({.provider = far.model});
+  node caller(caller_rt, caller_options());
+  CHECK(!must_reply(caller.agent_at(*server.address(), "helper").ask("2 + 3?")).ok());
+  CHECK(far.model_calls == 0);
+}
