@@ -42,7 +42,7 @@ struct link_state {
   enum phase_t { idle, connecting, ready } phase = idle;
   caf::actor gateway;
   std::string token;             // the session's, once ready
-  std::vector<outgoing> queued;  // while connecting  // while connecting
+  std::vector<outgoing> queued;  // while connecting
   std::unordered_map<std::uint64_t, running_request> running;
   static inline const char* name = "troupe_peer_link";
 };
