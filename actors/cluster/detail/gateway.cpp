@@ -92,9 +92,7 @@ ask_options options_of(ask_envelope& env) {
 }
 
 caf::behavior gateway(gateway_actor* self, runtime::impl* rt, std::string secret, std::shared_ptr<node_gate> gate) {
-  // Whatever no handler takes (a peer's guess at a message) is dropped
-  // without a word: CAF would print each one.
-  self->set_default_handler(caf::drop);
+  self->set_default_handler(ignore_unexpected);
   const std::string own_node = caf::to_string(self->home_system().node());
   auto finished = [self] {
     auto& st = self->state;

@@ -33,4 +33,13 @@ class guarded_actor : public caf::stateful_actor<State> {
   }
 };
 
+// Their default handler: whatever no handler takes (a peer's guess at a
+// message) is dropped without a word. CAF would print each one and answer
+// it with an error, which ends a sender that does not guard itself; a
+// request still hears that it was not understood.
+inline caf::result<caf::message> ignore_unexpected(caf::scheduled_actor* self, caf::message_view&) {
+  if (self->current_message_id().is_request()) return caf::sec::unexpected_message;
+  return caf::delegated<caf::message>{};
+}
+
 }  // namespace troupe

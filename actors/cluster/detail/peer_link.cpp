@@ -247,9 +247,7 @@ caf::behavior peer_link(link_actor* self, peer_settings settings) {
             connection_failed);
   };
 
-  // Whatever no handler takes (a peer's guess at a message) is dropped
-  // without a word: CAF would print each one.
-  self->set_default_handler(caf::drop);
+  self->set_default_handler(ignore_unexpected);
 
   return {
       [self, connect, send_ask, set_deadline, settings](local::link_ask& ask) {
