@@ -965,34 +965,34 @@ struct ask_and_decide {
 
 }  // namespace
 
-TEST_CASE("a routed ask tells its end to on_event once, asked here or elsewhere") {
+TEST_CASE("a routed ask, here or elsewhere: its end told once, its callbacks let go of once it ended") {
   postgres_backend db;
   REQUIRE_BACKEND(db);
   two_nodes n(db.uri());
   const std::string near = agent_held_by(db.uri(), n.a, {4, 4});
-  for (const std::string& agent : {near, n.far}) {
-    INFO("agent " << agent << (agent == near ? " (held here)" : " (held elsewhere)"));
-    ask_and_decide run;
-    run.run(n.a, agent);
-    CHECK(run.asked_ends == 1);  // its pause
-    CHECK(run.decided_ends == 1);
+  // A paused ask and its decision, to an agent here and to one elsewhere.
+  auto each = [&](const std::function<void(ask_and_decide&)>& check) {
+    for (const std::string& agent : {near, n.far}) {
+      INFO("agent " << agent << (agent == near ? " (held here)" : " (held elsewhere)"));
+      ask_and_decide run;
+      run.run(n.a, agent);
+      check(run);
+    }
+  };
+  SECTION("its end is told to on_event once") {
+    each([](ask_and_decide& run) {
+      CHECK(run.asked_ends == 1);  // its pause
+      CHECK(run.decided_ends == 1);
+    });
   }
-}
-
-TEST_CASE("a routed ask lets go of its caller's callbacks once it ended, here or elsewhere") {
-  postgres_backend db;
-  REQUIRE_BACKEND(db);
-  two_nodes n(db.uri());
-  const std::string near = agent_held_by(db.uri(), n.a, {4, 4});
-  for (const std::string& agent : {near, n.far}) {
-    INFO("agent " << agent << (agent == near ? " (held here)" : " (held elsewhere)"));
-    ask_and_decide run;
-    run.run(n.a, agent);
-    // The decision's request ended: nothing keeps what its callbacks hold.
-    CHECK(eventually([&] { return run.decided.gone(); }, 5s));
-    // The paused ask was ended by the decision: its callbacks go too (they
-    // were kept for a cancel while it paused).
-    CHECK(eventually([&] { return run.asked.gone(); }, 5s));
+  SECTION("nothing holds its callbacks once it ended") {
+    each([](ask_and_decide& run) {
+      // The decision's request ended: nothing keeps what its callbacks hold.
+      CHECK(eventually([&] { return run.decided.gone(); }, 5s));
+      // The paused ask was ended by the decision: its callbacks go too (they
+      // were kept for a cancel while it paused).
+      CHECK(eventually([&] { return run.asked.gone(); }, 5s));
+    });
   }
 }
 

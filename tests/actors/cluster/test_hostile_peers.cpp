@@ -180,6 +180,19 @@ std::string answer_or_error(const reply& r) {
   return "error " + error_type_of(r);
 }
 
+// A trusted node's ask to `server`, as its answer (or error).
+std::string quick_answer(node& caller, const node& server) {
+  return answer_or_error(
+      must_reply(caller.agent_at(*server.address(), "helper").ask("2 + 3?", {.thread_id = "quick"})));
+}
+
+// The request `far` holds running ends as it would have: released, not cancelled.
+void ends_unharmed(far_runtime& far, const request& running) {
+  far.release();
+  CHECK(answer_or_error(must_reply(running)) == "finished released");
+  CHECK(far.cancelled == 0);
+}
+
 }  // namespace
 
 TEST_CASE("an anonymous hello or proof leaves the node standing", "[cluster][hostile]") {
@@ -195,8 +208,7 @@ TEST_CASE("an anonymous hello or proof leaves the node standing", "[cluster][hos
   }
   runtime caller_rt({.provider = far.model});
   node caller(caller_rt, caller_options());
-  CHECK(answer_or_error(must_reply(
-            caller.agent_at(*server.address(), "helper").ask("2 + 3?", {.thread_id = "quick"}))) == "finished 5");
+  CHECK(quick_answer(caller, server) == "finished 5");
 }
 
 TEST_CASE("a peer without the secret cannot close a node or end what it runs for a trusted node",
@@ -226,11 +238,8 @@ TEST_CASE("a peer without the secret cannot close a node or end what it runs for
   handled_so_far(self, gateway);
 
   // The node still takes a trusted node's asks, and the running one ends as it would.
-  CHECK(answer_or_error(must_reply(
-            caller.agent_at(*server.address(), "helper").ask("2 + 3?", {.thread_id = "quick"}))) == "finished 5");
-  far.release();
-  CHECK(answer_or_error(must_reply(running)) == "finished released");
-  CHECK(far.cancelled == 0);
+  CHECK(quick_answer(caller, server) == "finished 5");
+  ends_unharmed(far, running);
 }
 
 TEST_CASE("an ask reaches an agent only from the actor that proved itself, with its token", "[cluster][hostile]") {
@@ -295,8 +304,7 @@ TEST_CASE("a node keeps at most four handshakes of one node open", "[cluster][ho
   // Another node's handshake goes on as before.
   runtime caller_rt({.provider = far.model});
   node caller(caller_rt, caller_options());
-  CHECK(answer_or_error(must_reply(
-            caller.agent_at(*server.address(), "helper").ask("2 + 3?", {.thread_id = "quick"}))) == "finished 5");
+  CHECK(quick_answer(caller, server) == "finished 5");
   // A wrong proof closes the handshake it answers: the node may open one again.
   self->request(gateway, patience, wire::proof_atom::value, open.front().gateway_nonce, std::string("a guess"))
       .receive([](bool accepted) { CHECK(!accepted); }, [&](caf::error& e) { FAIL(stranger.system.render(e)); });
@@ -342,8 +350,7 @@ TEST_CASE("a handshake relayed between two real nodes is refused and the relayed
   CHECK(error_type_of(r) == error_type::node_refused);
   CHECK(far.model_calls == 0);
   // The real node itself is still asked as before.
-  CHECK(answer_or_error(must_reply(
-            caller.agent_at(*server.address(), "helper").ask("2 + 3?", {.thread_id = "quick"}))) == "finished 5");
+  CHECK(quick_answer(caller, server) == "finished 5");
 }
 
 TEST_CASE("an exit, down or error message from another node does not stop a gateway", "[cluster][hostile]") {
@@ -363,11 +370,8 @@ TEST_CASE("an exit, down or error message from another node does not stop a gate
   SECTION("an error") { caf::anon_send(gateway, caf::make_error(caf::sec::runtime_error, "stop")); }
   handled_so_far(self, gateway);
 
-  CHECK(answer_or_error(must_reply(
-            caller.agent_at(*server.address(), "helper").ask("2 + 3?", {.thread_id = "quick"}))) == "finished 5");
-  far.release();
-  CHECK(answer_or_error(must_reply(running)) == "finished released");
-  CHECK(far.cancelled == 0);
+  CHECK(quick_answer(caller, server) == "finished 5");
+  ends_unharmed(far, running);
 }
 
 namespace {
@@ -478,9 +482,7 @@ TEST_CASE("a peer that names a trusted node's link, as sender or in a down messa
     }
   }
   handled_so_far(self, gateway);
-  far.release();
-  CHECK(answer_or_error(must_reply(running)) == "finished released");
-  CHECK(far.cancelled == 0);
+  ends_unharmed(far, running);
 }
 
 namespace {

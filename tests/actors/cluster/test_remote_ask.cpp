@@ -462,22 +462,35 @@ TEST_CASE("a remote ask carries the caller's trace context: the other node's spa
   }
 }
 
-TEST_CASE("a remote decide continues a paused request as a local one does", "[cluster]") {
-  std::atomic<int> sends{0};
-  auto model = std::make_shared<scripted_provider>([](const llm_stream& s) {
+namespace {
+
+// A runtime whose agent "helper" mails through a "send" tool (counted in
+// `sends`) that waits for approval, then answers "done: " and the result.
+struct approving_runtime {
+  approving_runtime() {
+    rt.tools().add(make_tool("send", [this](const boost::json::object& a, const tool_context&) {
+      ++sends;
+      return boost::json::value("sent to " + std::string(a.at("to").as_string()));
+    }));
+    agent_spec spec{.id = "helper", .model = "m", .tools = {"send"}};
+    spec.approvals["send"] = approval_rule{approval_mode::always, {}, "sends an email", 3'600'000, verdict::reject};
+    rt.spawn_agent(spec);
+  }
+  std::shared_ptr<scripted_provider> model = std::make_shared<scripted_provider>([](const llm_stream& s) {
     if (s.messages.back().role == "tool") return scripted_reply::text("done: " + s.messages.back().content);
     return scripted_reply::tools({call("s1", "send", {{"to", "bob"}})});
   });
-  runtime far({.provider = model, .telemetry = std::make_shared<log_sink>(false)});
-  far.tools().add(make_tool("send", [&](const boost::json::object& a, const tool_context&) {
-    ++sends;
-    return boost::json::value("sent to " + std::string(a.at("to").as_string()));
-  }));
-  agent_spec spec{.id = "helper", .model = "m", .tools = {"send"}};
-  spec.approvals["send"] = approval_rule{approval_mode::always, {}, "sends an email", 3'600'000, verdict::reject};
-  far.spawn_agent(spec);
-  node server(far, listening());
-  runtime caller_rt({.provider = model});
+  std::atomic<int> sends{0};
+  runtime rt{{.provider = model, .telemetry = std::make_shared<log_sink>(false)}};
+};
+
+}  // namespace
+
+TEST_CASE("a remote decide continues a paused request as a local one does", "[cluster]") {
+  approving_runtime far;
+  std::atomic<int>& sends = far.sends;
+  node server(far.rt, listening());
+  runtime caller_rt({.provider = far.model});
   node caller(caller_rt, caller_options());
   remote_agent helper = caller.agent_at(*server.address(), "helper");
 
@@ -508,18 +521,9 @@ TEST_CASE("a remote decide continues a paused request as a local one does", "[cl
 }
 
 TEST_CASE("a decided pause leaves the tables of both nodes", "[cluster]") {
-  auto model = std::make_shared<scripted_provider>([](const llm_stream& s) {
-    if (s.messages.back().role == "tool") return scripted_reply::text("done");
-    return scripted_reply::tools({call("s1", "send", {{"to", "bob"}})});
-  });
-  runtime far({.provider = model, .telemetry = std::make_shared<log_sink>(false)});
-  far.tools().add(
-      make_tool("send", [](const boost::json::object&, const tool_context&) { return boost::json::value("sent"); }));
-  agent_spec spec{.id = "helper", .model = "m", .tools = {"send"}};
-  spec.approvals["send"] = approval_rule{approval_mode::always, {}, "sends an email", 3'600'000, verdict::reject};
-  far.spawn_agent(spec);
-  node server(far, listening());
-  runtime caller_rt({.provider = model});
+  approving_runtime far;
+  node server(far.rt, listening());
+  runtime caller_rt({.provider = far.model});
   node caller(caller_rt, caller_options());
   remote_agent helper = caller.agent_at(*server.address(), "helper");
 
@@ -527,7 +531,7 @@ TEST_CASE("a decided pause leaves the tables of both nodes", "[cluster]") {
   REQUIRE(paused.paused());
   CHECK(server.counts().requests == 1);  // kept for a cancel
   CHECK(answer_of(must_reply(helper.decide(decision{paused.request_id, "s1", verdict::approve, "", {}, "ana", "k1"},
-                                           {.thread_id = "t"}))) == "done");
+                                           {.thread_id = "t"}))) == "done: sent to bob");
   CHECK(eventually([&] { return server.counts().requests == 0; }, std::chrono::seconds(10)));
 }
 
