@@ -58,18 +58,21 @@ struct routed_ask;
 // let go of then.
 class paused_asks {
  public:
+  paused_asks() = default;
+  paused_asks(const paused_asks&) = delete;
+  paused_asks& operator=(const paused_asks&) = delete;
+  ~paused_asks();  // lets go of every one: the node is gone, nothing decides them here
   void hold(const std::string& request_id, std::shared_ptr<routed_ask> r, std::int64_t until_ms, std::int64_t now_ms);
   // A decision through this node ended the request (or paused it again, as
   // a routed ask of its own).
   void decided(const std::string& request_id, const routed_ask* by);
-  std::size_t size() const;
 
  private:
   struct held_ask {
     std::shared_ptr<routed_ask> ask;
     std::int64_t until_ms;
   };
-  mutable std::mutex m_;
+  std::mutex m_;
   std::unordered_map<std::string, held_ask> held_;
   std::int64_t next_purge_ms_ = 0;
 };
@@ -161,9 +164,8 @@ void paused_asks::decided(const std::string& request_id, const routed_ask* by) {
   ended->let_go();
 }
 
-std::size_t paused_asks::size() const {
-  std::lock_guard lock(m_);
-  return held_.size();
+paused_asks::~paused_asks() {
+  for (auto& [id, held] : held_) held.ask->let_go();
 }
 
 struct cluster_agent::impl : std::enable_shared_from_this<cluster_agent::impl> {
