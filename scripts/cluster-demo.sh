@@ -157,13 +157,21 @@ done
 
 # The node holding the agent's shard (shard_of: FNV-1a of the id, modulo
 # the shard count) dies; the conversations go on through the survivors.
-holder=$("$troupe" cluster status --cluster "$database" --json | python3 -c '
+# The shard may be between holders at this moment (given up by one node,
+# not yet taken by the next): the holder is read until there is one.
+holder=None
+for _ in $(seq 1 100); do
+  holder=$("$troupe" cluster status --cluster "$database" --json | python3 -c '
 import json, sys
 status = json.load(sys.stdin)
 h = 14695981039346656037
 for byte in b"calculator":
     h = ((h ^ byte) * 1099511628211) % 2**64
 print(next(s["holder"] for s in status["shard_table"] if s["shard"] == h % status["shards"]))')
+  [ "$holder" != None ] && break
+  sleep 0.1
+done
+[ "$holder" != None ] || { echo "cluster-demo: no node took the calculator's shard within 10 s" >&2; exit 1; }
 victim=${holder#node-}
 echo "cluster-demo: SIGKILL to $holder, which holds the calculator's shard"
 kill -KILL "${pids[$((victim - 1))]}"

@@ -63,9 +63,8 @@ class paused_asks {
   paused_asks& operator=(const paused_asks&) = delete;
   ~paused_asks();  // lets go of every one: the node is gone, nothing decides them here
   void hold(const std::string& request_id, std::shared_ptr<routed_ask> r, std::int64_t until_ms, std::int64_t now_ms);
-  // A decision through this node ended the request (or paused it again, as
-  // a routed ask of its own).
-  void decided(const std::string& request_id, const routed_ask* by);
+  // A decision through this node ended the request.
+  void decided(const std::string& request_id);
 
  private:
   struct held_ask {
@@ -92,13 +91,12 @@ struct routed_ask : std::enable_shared_from_this<routed_ask> {
   // The request's end, told once, after its last attempt (settle tells
   // on_event too).
   void finish(reply end) {
-    const std::string id = s->id;
     if (auto held = paused.lock()) {
-      if (end.paused()) {
-        held->hold(id, shared_from_this(), until_of(end), wall_clock_ms());
-      } else if (decides() && !std::holds_alternative<error_info>(end.outcome)) {
-        held->decided(id, this);
-      }
+      const std::int64_t now = wall_clock_ms();
+      if (end.paused())
+        held->hold(s->id, shared_from_this(), until_of(end, now), now);
+      else if (decides() && !std::holds_alternative<error_info>(end.outcome))
+        held->decided(s->id);
     }
     s->settle(std::move(end));
   }
@@ -111,10 +109,10 @@ struct routed_ask : std::enable_shared_from_this<routed_ask> {
   }
 
   // When the last of a pause's approvals expires; a day when one has no expiry.
-  static std::int64_t until_of(const reply& paused_end) {
+  static std::int64_t until_of(const reply& paused_end, std::int64_t now_ms) {
     std::int64_t until = 0;
     for (const open_approval& a : paused_end.pending) {
-      if (a.expires_at == 0) return wall_clock_ms() + 24 * 3600 * 1000;
+      if (a.expires_at == 0) return now_ms + 24 * 3600 * 1000;
       until = std::max(until, a.expires_at);
     }
     return until;
@@ -135,8 +133,9 @@ void paused_asks::hold(const std::string& request_id, std::shared_ptr<routed_ask
   std::vector<std::shared_ptr<routed_ask>> ended;  // let go of outside the lock
   {
     std::lock_guard lock(m_);
+    // A later pause of the request (a decision's) takes the earlier one's place.
     auto [it, fresh] = held_.try_emplace(request_id);
-    if (!fresh && it->second.ask != r) ended.push_back(std::move(it->second.ask));
+    if (!fresh) ended.push_back(std::move(it->second.ask));
     it->second = held_ask{std::move(r), until_ms};
     if (now_ms >= next_purge_ms_) {
       next_purge_ms_ = now_ms + 60'000;
@@ -152,12 +151,12 @@ void paused_asks::hold(const std::string& request_id, std::shared_ptr<routed_ask
   for (auto& a : ended) a->let_go();
 }
 
-void paused_asks::decided(const std::string& request_id, const routed_ask* by) {
+void paused_asks::decided(const std::string& request_id) {
   std::shared_ptr<routed_ask> ended;
   {
     std::lock_guard lock(m_);
     auto it = held_.find(request_id);
-    if (it == held_.end() || it->second.ask.get() == by) return;
+    if (it == held_.end()) return;
     ended = std::move(it->second.ask);
     held_.erase(it);
   }

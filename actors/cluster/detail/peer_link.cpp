@@ -32,9 +32,8 @@ using steady = std::chrono::steady_clock;
 // Each request's deadline, by when it is due; one timer serves them all.
 using deadline_table = std::multimap<steady::time_point, std::uint64_t>;
 
-struct outgoing {
+struct outgoing {  // an ask waiting for the connection (its state is in `running`)
   ask_envelope envelope;
-  state_ptr state;
   steady::time_point sent;
 };
 
@@ -81,19 +80,23 @@ caf::behavior peer_link(link_actor* self, peer_settings settings) {
     st.timer_due = earliest;
     self->delayed_send(self, std::max(earliest - steady::now(), steady::duration::zero()), local::link_deadline{});
   };
-  auto set_deadline = [self, arm_timer](std::uint64_t key, running_request& r, steady::time_point due) {
+  auto clear_deadline = [self](running_request& r) {
     if (r.due) self->state.deadlines.erase(*r.due);
+    r.due.reset();
+  };
+  auto set_deadline = [self, arm_timer, clear_deadline](std::uint64_t key, running_request& r, steady::time_point due) {
+    clear_deadline(r);
     r.due = self->state.deadlines.emplace(due, key);
     arm_timer();
   };
-  auto forget = [self](std::unordered_map<std::uint64_t, running_request>::iterator it) {
-    if (it->second.due) self->state.deadlines.erase(*it->second.due);
+  auto forget = [self, clear_deadline](std::unordered_map<std::uint64_t, running_request>::iterator it) {
+    clear_deadline(it->second);
     self->state.running.erase(it);
   };
   // Ends the request `key` with `r` (a final reply removes it; a paused one
   // keeps it for a cancel). A decision's answer ends the pauses of its
   // request this link still keeps: nothing can cancel those any more.
-  auto settle = [self, forget, quit_if_done](std::uint64_t key, reply r) {
+  auto settle = [self, forget, clear_deadline, quit_if_done](std::uint64_t key, reply r) {
     auto& st = self->state;
     auto it = st.running.find(key);
     if (it == st.running.end()) return;
@@ -107,8 +110,7 @@ caf::behavior peer_link(link_actor* self, peer_settings settings) {
     it = st.running.find(key);
     if (r.paused()) {
       it->second.paused = true;
-      if (it->second.due) st.deadlines.erase(*it->second.due);
-      it->second.due.reset();
+      clear_deadline(it->second);
     } else {
       forget(it);
     }
@@ -255,11 +257,11 @@ caf::behavior peer_link(link_actor* self, peer_settings settings) {
         const auto now = steady::now();
         const std::uint64_t key = ask.envelope.key;
         auto [slot, _] = st.running.insert_or_assign(
-            key, running_request{ask.state, ask.envelope.kind == ask_envelope::decide, false, std::nullopt});
+            key, running_request{std::move(ask.state), ask.envelope.kind == ask_envelope::decide, false, std::nullopt});
         if (ask.envelope.deadline_ms > 0)
           set_deadline(key, slot->second,
                        now + std::chrono::milliseconds(ask.envelope.deadline_ms) + settings.reply_grace);
-        outgoing o{std::move(ask.envelope), std::move(ask.state), now};
+        outgoing o{std::move(ask.envelope), now};
         if (st.phase == link_state::ready) {
           send_ask(std::move(o));
           return;
